@@ -1,0 +1,39 @@
+import { PGlite, types } from '@electric-sql/pglite';
+import type { Db, Queryable, QueryResult } from './db.ts';
+
+/**
+ * Embedded PostgreSQL (PGlite, WASM) persisted in a directory, or in memory when dir is null.
+ * PGlite runs one statement at a time; its transaction() holds that lock for the whole transaction, so
+ * transactions are serial and never conflict. It does not fsync: a killed process loses nothing, an OS
+ * crash can lose acknowledged writes; hence production refuses it unless explicitly allowed.
+ */
+export async function createEmbeddedDb(dir: string | null): Promise<Db> {
+  const parsers = {
+    [types.INT8]: (v: string) => v,
+    [types.NUMERIC]: (v: string) => v,
+  };
+  const pglite = dir === null ? new PGlite({ parsers }) : new PGlite(dir, { parsers });
+  await pglite.waitReady;
+
+  const wrap = (q: Pick<PGlite, 'query' | 'exec'>): Queryable => ({
+    async query<R>(sql: string, params?: readonly unknown[]): Promise<QueryResult<R>> {
+      const res = await q.query<R>(sql, params as unknown[] | undefined);
+      return { rows: res.rows, rowCount: res.affectedRows ?? res.rows.length };
+    },
+    async exec(sql: string): Promise<void> {
+      await q.exec(sql);
+    },
+  });
+  const base = wrap(pglite);
+  return {
+    kind: 'embedded',
+    query: base.query,
+    exec: base.exec,
+    async tx<T>(fn: (q: Queryable) => Promise<T>): Promise<T> {
+      return pglite.transaction((tx) => fn(wrap(tx)));
+    },
+    async close() {
+      if (!pglite.closed) await pglite.close();
+    },
+  };
+}

@@ -1,0 +1,51 @@
+import pg from 'pg';
+import { type Db, isRetryableTxError, type Queryable, type QueryResult, type TxOptions } from './db.ts';
+
+// int8 and numeric as text: money is parsed to bigint by the code that reads it, never through a float.
+pg.types.setTypeParser(pg.types.builtins.INT8, (v) => v);
+pg.types.setTypeParser(pg.types.builtins.NUMERIC, (v) => v);
+
+function wrap(client: pg.Pool | pg.PoolClient): Queryable {
+  return {
+    async query<R>(sql: string, params?: readonly unknown[]): Promise<QueryResult<R>> {
+      const res = await client.query(sql, params as unknown[] | undefined);
+      return { rows: res.rows as R[], rowCount: res.rowCount ?? 0 };
+    },
+    async exec(sql: string): Promise<void> {
+      await client.query(sql);
+    },
+  };
+}
+
+export function createPostgresDb(url: string, options: { max?: number } = {}): Db {
+  const pool = new pg.Pool({ connectionString: url, max: options.max ?? 20 });
+  // An idle client losing its connection must not crash the process; the pool replaces it.
+  pool.on('error', () => {});
+  const base = wrap(pool);
+  return {
+    kind: 'postgres',
+    query: base.query,
+    exec: base.exec,
+    async tx<T>(fn: (q: Queryable) => Promise<T>, opts: TxOptions = {}): Promise<T> {
+      const retries = opts.retries ?? 5;
+      for (let attempt = 0; ; attempt++) {
+        const client = await pool.connect();
+        try {
+          await client.query('BEGIN');
+          const result = await fn(wrap(client));
+          await client.query('COMMIT');
+          return result;
+        } catch (err) {
+          await client.query('ROLLBACK').catch(() => {});
+          if (attempt < retries && isRetryableTxError(err)) continue;
+          throw err;
+        } finally {
+          client.release();
+        }
+      }
+    },
+    async close() {
+      await pool.end();
+    },
+  };
+}
