@@ -1,0 +1,47 @@
+import { constants, type KeyObject, verify } from 'node:crypto';
+
+/**
+ * The signed text: six pieces joined by one NUL byte (spec, Canonical envelope):
+ * method, raw request-target, api key, idempotency slot, raw body bytes, nonce.
+ */
+export interface EnvelopeParts {
+  method: string;
+  target: string;
+  apiKey: string;
+  idempotencySlot: string;
+  body: Buffer;
+  nonce: string;
+}
+
+const NUL = Buffer.from([0]);
+
+export function buildEnvelope(p: EnvelopeParts): Buffer {
+  return Buffer.concat([
+    Buffer.from(p.method.toUpperCase(), 'utf8'),
+    NUL,
+    Buffer.from(p.target, 'utf8'),
+    NUL,
+    Buffer.from(p.apiKey, 'utf8'),
+    NUL,
+    Buffer.from(p.idempotencySlot, 'utf8'),
+    NUL,
+    p.body,
+    NUL,
+    Buffer.from(p.nonce, 'utf8'),
+  ]);
+}
+
+const BASE64 = /^[A-Za-z0-9+/]+={0,2}$/;
+
+/** RSA PKCS#1 v1.5 with SHA-256 only: a PSS signature does not verify. */
+export function verifyEnvelope(envelope: Buffer, signatureB64: string, key: KeyObject): boolean {
+  const compact = signatureB64.trim();
+  if (!BASE64.test(compact)) return false;
+  const signature = Buffer.from(compact, 'base64');
+  if (signature.length === 0) return false;
+  try {
+    return verify('sha256', envelope, { key, padding: constants.RSA_PKCS1_PADDING }, signature);
+  } catch {
+    return false;
+  }
+}

@@ -1,0 +1,98 @@
+import type { FastifyInstance } from 'fastify';
+import type { Logger } from 'pino';
+import { createApiKeyService } from './auth/api-keys.ts';
+import { createAuthenticator } from './auth/authenticate.ts';
+import { createNonceStore } from './auth/nonce-store.ts';
+import { registerClientAdminRoutes } from './admin/clients-routes.ts';
+import type { Config } from './config.ts';
+import type { AppContext } from './context.ts';
+import type { Db } from './db/db.ts';
+import { createAdminApp } from './http/admin-app.ts';
+import { type PendingRoute, registerPendingRoutes } from './http/pending-routes.ts';
+import { createPublicApp } from './http/public-app.ts';
+import { registerIdentityRoutes } from './identity/routes.ts';
+import { registerMetaRoutes } from './meta/routes.ts';
+import type { SeedHooks } from './sandbox/first-start.ts';
+import { type Clock, systemClock } from './shared/clock.ts';
+import { SERVICE_VERSION } from './version.ts';
+
+/** The composition root: every service built once, in order, and wired to the two listeners. */
+
+export interface Composed {
+  ctx: AppContext;
+  publicApp: FastifyInstance;
+  adminApp: FastifyInstance;
+  /** Background loops (delivery, settlement, reconciliation); started by main, stopped on shutdown. */
+  startWorkers(): void;
+  /** What sandbox first start needs from the domains (funding, rates). */
+  seedHooks: SeedHooks;
+  stop(): Promise<void>;
+}
+
+const PENDING: PendingRoute[] = [
+  { method: 'GET', url: '/v2/rate', summary: 'Published rate' },
+  { method: 'POST', url: '/v2/quotes', summary: 'Freeze a price', body: true, idempotency: true },
+  { method: 'POST', url: '/v2/payments', summary: 'Issue a payment', body: true, idempotency: true },
+  { method: 'GET', url: '/v2/payments/:id', summary: 'Read a payment' },
+  { method: 'GET', url: '/v2/payments', summary: 'List payments' },
+  { method: 'GET', url: '/v2/balance', summary: 'Available balance' },
+  { method: 'POST', url: '/v2/beneficiaries', summary: 'Create beneficiary', body: true },
+  { method: 'GET', url: '/v2/beneficiaries', summary: 'List beneficiaries' },
+  { method: 'GET', url: '/v2/beneficiaries/:id', summary: 'Read beneficiary' },
+  { method: 'PATCH', url: '/v2/beneficiaries/:id', summary: 'Edit alias', body: true },
+  { method: 'DELETE', url: '/v2/beneficiaries/:id', summary: 'Archive beneficiary' },
+  { method: 'GET', url: '/v2/webhook', summary: 'Read webhook config' },
+  { method: 'PUT', url: '/v2/webhook', summary: 'Set webhook URL', body: true },
+  { method: 'POST', url: '/v2/webhook/test', summary: 'Send a test event' },
+];
+
+export async function compose(options: {
+  config: Config & { adminToken: string };
+  db: Db;
+  logger: Logger;
+  clock?: Clock;
+}): Promise<Composed> {
+  const { config, db, logger } = options;
+  const clock = options.clock ?? systemClock;
+  const keys = createApiKeyService({ db });
+  const nonces = createNonceStore({ db });
+  const ctx: AppContext = { config, db, clock, logger, version: SERVICE_VERSION, keys };
+
+  const authenticate = createAuthenticator({ environment: config.env, keys, nonces });
+  const railIsSimulated = () => config.env === 'sandbox' || config.bankGateway === null;
+
+  const publicApp = await createPublicApp({
+    logger,
+    authenticate,
+    version: SERVICE_VERSION,
+    routes: (app) => {
+      registerMetaRoutes(app, { ...ctx, railIsSimulated });
+      registerIdentityRoutes(app, { ...ctx, webhookViewOf: async () => ({ url: null, pendingChange: null }) });
+      app.get('/v2/webhook/keys', { schema: { summary: 'JWKS of the webhook signing keys', tags: ['webhooks'] } }, async () => ({
+        keys: [],
+      }));
+      registerPendingRoutes(app, PENDING);
+    },
+  });
+
+  const adminApp = await createAdminApp({
+    logger,
+    token: config.adminToken,
+    routes: (app) => {
+      registerClientAdminRoutes(app, ctx);
+    },
+  });
+
+  const abort = new AbortController();
+  return {
+    ctx,
+    publicApp,
+    adminApp,
+    startWorkers() {},
+    seedHooks: {},
+    async stop() {
+      abort.abort();
+      await Promise.allSettled([publicApp.close(), adminApp.close()]);
+    },
+  };
+}

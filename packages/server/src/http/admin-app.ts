@@ -1,0 +1,39 @@
+import { timingSafeEqual, createHash } from 'node:crypto';
+import type { FastifyInstance } from 'fastify';
+import type { Logger } from 'pino';
+import { buildFastify } from './build-fastify.ts';
+import { httpError } from './errors.ts';
+import { hasBody, mediaType, parseJsonObjectBody } from './request-body.ts';
+
+/** The operator listener (/admin/v1), separate from the public one, behind a bearer token. */
+export async function createAdminApp(options: {
+  logger: Logger;
+  token: string;
+  routes: (app: FastifyInstance) => void | Promise<void>;
+}): Promise<FastifyInstance> {
+  const app = buildFastify(options.logger, { bodyLimit: 32 * 1024 * 1024 });
+  // Compare digests so the comparison takes the same time whatever the presented length.
+  const expected = createHash('sha256').update(options.token).digest();
+
+  app.addHook('onRequest', async (request) => {
+    if (request.url === '/health') return;
+    const header = request.headers.authorization ?? '';
+    const presented = header.startsWith('Bearer ') ? header.slice(7) : '';
+    const digest = createHash('sha256').update(presented).digest();
+    if (presented === '' || !timingSafeEqual(digest, expected)) throw httpError(401, 'missing or invalid bearer token');
+    if (hasBody(request) && mediaType(request) !== 'application/json') {
+      throw httpError(415, 'body content-type must be application/json');
+    }
+  });
+
+  app.addHook('preValidation', async (request) => {
+    if (hasBody(request)) parseJsonObjectBody(request);
+    else if (request.method === 'POST' || request.method === 'PUT') request.body = {};
+  });
+
+  app.get('/health', async () => ({ status: 'ok' }));
+  await app.register(async (scoped) => {
+    await options.routes(scoped);
+  });
+  return app;
+}

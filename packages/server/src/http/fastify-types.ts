@@ -1,0 +1,15 @@
+import type { AuthContext } from '../auth/authenticate.ts';
+
+declare module 'fastify' {
+  interface FastifyContextConfig {
+    /** 'signed': the full authentication chain; absent: public route. */
+    auth?: 'signed';
+    /** One of the five body routes (text/plain there is 400 "body must be object", not 415). */
+    bodyRoute?: boolean;
+    /** POST /v2/payments and /v2/quotes: the idempotency-key header fills slot 4 of the envelope. */
+    idempotencySlot?: boolean;
+  }
+  interface FastifyRequest {
+    auth: AuthContext | null;
+  }
+}
