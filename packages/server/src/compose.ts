@@ -1,9 +1,9 @@
 import type { FastifyInstance } from 'fastify';
 import type { Logger } from 'pino';
+import { registerClientAdminRoutes } from './admin/clients-routes.ts';
 import { createApiKeyService } from './auth/api-keys.ts';
 import { createAuthenticator } from './auth/authenticate.ts';
 import { createNonceStore } from './auth/nonce-store.ts';
-import { registerClientAdminRoutes } from './admin/clients-routes.ts';
 import type { Config } from './config.ts';
 import type { AppContext } from './context.ts';
 import type { Db } from './db/db.ts';
@@ -68,9 +68,13 @@ export async function compose(options: {
     routes: (app) => {
       registerMetaRoutes(app, { ...ctx, railIsSimulated });
       registerIdentityRoutes(app, { ...ctx, webhookViewOf: async () => ({ url: null, pendingChange: null }) });
-      app.get('/v2/webhook/keys', { schema: { summary: 'JWKS of the webhook signing keys', tags: ['webhooks'] } }, async () => ({
-        keys: [],
-      }));
+      app.get(
+        '/v2/webhook/keys',
+        { schema: { summary: 'JWKS of the webhook signing keys', tags: ['webhooks'] } },
+        async () => ({
+          keys: [],
+        }),
+      );
       registerPendingRoutes(app, PENDING);
     },
   });

@@ -170,9 +170,13 @@ function parseBankGateway(env: Env): BankGatewayConfig | null {
   if (parsed.protocol !== 'https:' && parsed.protocol !== 'http:') {
     throw new ConfigError('DISPERSA_BANK_GATEWAY_URL', 'must be an http:// or https:// URL');
   }
-  if (keyId === undefined) throw new ConfigError('DISPERSA_BANK_GATEWAY_KEY_ID', 'is required with DISPERSA_BANK_GATEWAY_URL');
+  if (keyId === undefined)
+    throw new ConfigError('DISPERSA_BANK_GATEWAY_KEY_ID', 'is required with DISPERSA_BANK_GATEWAY_URL');
   if (secret === undefined || secret.length < 32) {
-    throw new ConfigError('DISPERSA_BANK_GATEWAY_SECRET', 'is required with DISPERSA_BANK_GATEWAY_URL, at least 32 characters');
+    throw new ConfigError(
+      'DISPERSA_BANK_GATEWAY_SECRET',
+      'is required with DISPERSA_BANK_GATEWAY_URL, at least 32 characters',
+    );
   }
   return { url: url.replace(/\/+$/, ''), keyId, secret, timeoutMs };
 }

@@ -20,7 +20,9 @@ async function main(): Promise<void> {
   let adminToken = config.adminToken;
   if (adminToken === null) adminToken = (await sandboxAdminToken(config.dataDir)).token;
   if (config.webhookAllowInsecure) {
-    logger.warn('DISPERSA_WEBHOOK_ALLOW_INSECURE=true: webhook targets may be http:// or private addresses; never use this in production');
+    logger.warn(
+      'DISPERSA_WEBHOOK_ALLOW_INSECURE=true: webhook targets may be http:// or private addresses; never use this in production',
+    );
   }
   if (config.databaseUrl === null && config.env === 'production') {
     logger.warn('production on the embedded database: an OS crash or power loss can lose acknowledged writes');

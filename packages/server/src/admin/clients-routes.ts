@@ -18,7 +18,12 @@ export function registerClientAdminRoutes(app: FastifyInstance, ctx: AppContext)
     const result = await createClient(ctx.db, { name: body['name'], currency: body['currency'] });
     if (!result.ok) throw httpError(400, result.error);
     const c = result.client;
-    return sendPayload(request, reply, { clientId: c.clientId, name: c.name, currency: c.currency, createdAt: isoTime(c.createdAt) }, { code: 201 });
+    return sendPayload(
+      request,
+      reply,
+      { clientId: c.clientId, name: c.name, currency: c.currency, createdAt: isoTime(c.createdAt) },
+      { code: 201 },
+    );
   });
 
   app.get<{ Params: IdParams }>('/admin/v1/clients/:clientId', async (request, reply) => {

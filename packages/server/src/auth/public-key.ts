@@ -46,7 +46,11 @@ export function parsePublicKeyPem(input: unknown): PublicKeyResult {
   let type: 'spki' | 'pkcs1';
   if (label === 'PUBLIC KEY') type = 'spki';
   else if (label === 'RSA PUBLIC KEY') type = 'pkcs1';
-  else return { ok: false, error: `PEM block "${label}" is not accepted: use PUBLIC KEY (SPKI) or RSA PUBLIC KEY (PKCS#1)` };
+  else
+    return {
+      ok: false,
+      error: `PEM block "${label}" is not accepted: use PUBLIC KEY (SPKI) or RSA PUBLIC KEY (PKCS#1)`,
+    };
 
   let keyObject: KeyObject;
   try {

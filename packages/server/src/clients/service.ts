@@ -26,7 +26,10 @@ const toClient = (r: ClientRow): Client => ({
   createdAt: r.created_at,
 });
 
-export async function createClient(q: Queryable, input: { name: unknown; currency: unknown }): Promise<CreateClientResult> {
+export async function createClient(
+  q: Queryable,
+  input: { name: unknown; currency: unknown },
+): Promise<CreateClientResult> {
   if (typeof input.name !== 'string' || input.name.trim() === '' || input.name.length > 200) {
     return { ok: false, error: 'name is required: a string of 1 to 200 characters' };
   }
@@ -41,7 +44,9 @@ export async function createClient(q: Queryable, input: { name: unknown; currenc
 }
 
 export async function getClient(q: Queryable, clientId: string): Promise<Client | null> {
-  const { rows } = await q.query<ClientRow>('SELECT id, name, currency, created_at FROM clients WHERE id = $1', [clientId]);
+  const { rows } = await q.query<ClientRow>('SELECT id, name, currency, created_at FROM clients WHERE id = $1', [
+    clientId,
+  ]);
   return rows[0] ? toClient(rows[0]) : null;
 }
 

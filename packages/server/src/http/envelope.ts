@@ -9,7 +9,5 @@ export function sendPayload(
   payload: unknown,
   options: { code?: number; word?: StatusWord } = {},
 ): FastifyReply {
-  return reply
-    .code(options.code ?? 200)
-    .send({ status: options.word ?? 'success', traceId: request.id, payload });
+  return reply.code(options.code ?? 200).send({ status: options.word ?? 'success', traceId: request.id, payload });
 }

@@ -11,13 +11,16 @@ export const MinorAmount = Type.String({
 
 export const MinorAmountOut = Type.String({ description: 'Minor units as a decimal string.', examples: ['150000'] });
 
-export const Timestamp = Type.String({ description: 'ISO 8601 UTC with milliseconds.', examples: ['2026-01-01T12:00:00.000Z'] });
+export const Timestamp = Type.String({
+  description: 'ISO 8601 UTC with milliseconds.',
+  examples: ['2026-01-01T12:00:00.000Z'],
+});
 
 export const SignedHeaders = {
   'x-api-key': Type.String({ description: 'Secret API key, sk_test_ (sandbox) or sk_live_ (production).' }),
   'x-nonce': Type.String({
     pattern: '^[1-9][0-9]{0,37}$',
-    description: 'Decimal nonce, above the key\'s high-water mark (GET may use the 64 numbers below it once).',
+    description: "Decimal nonce, above the key's high-water mark (GET may use the 64 numbers below it once).",
   }),
   'x-signature': Type.String({
     description:
@@ -64,7 +67,9 @@ export function errorResponses(...codes: number[]): Record<number, TSchema> {
 }
 
 export const PageQuery = {
-  cursor: Type.Optional(Type.String({ minLength: 1, maxLength: 64, description: 'Id of the last item of the previous page.' })),
+  cursor: Type.Optional(
+    Type.String({ minLength: 1, maxLength: 64, description: 'Id of the last item of the previous page.' }),
+  ),
   limit: Type.Optional(
     Type.String({
       pattern: '^[0-9]{1,6}$',

@@ -18,7 +18,7 @@ const Identity = Type.Object({
   limits: Type.Array(
     Type.Object({
       rail: Type.String(),
-      perPaymentMaxMinor: Type.String({ description: 'Effective: the lower of the client\'s and the service\'s.' }),
+      perPaymentMaxMinor: Type.String({ description: "Effective: the lower of the client's and the service's." }),
       dailyMaxMinor: Type.String(),
       client: LimitValues,
       service: Type.Union([LimitValues, Type.Null()]),

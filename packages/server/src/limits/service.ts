@@ -24,7 +24,8 @@ export type SetLimitsResult = { ok: true } | { ok: false; error: string };
 const min = (a: bigint, b: bigint): bigint => (a < b ? a : b);
 
 export function parseLimits(input: unknown): { ok: true; limits: KeyLimit[] } | { ok: false; error: string } {
-  if (!Array.isArray(input)) return { ok: false, error: 'limits is required: an array of { rail, perPaymentMaxMinor, dailyMaxMinor }' };
+  if (!Array.isArray(input))
+    return { ok: false, error: 'limits is required: an array of { rail, perPaymentMaxMinor, dailyMaxMinor }' };
   const seen = new Set<string>();
   const out: KeyLimit[] = [];
   for (const [i, entry] of input.entries()) {
@@ -73,7 +74,10 @@ export async function effectiveLimits(
     [keyId],
   );
   return rows.map((r) => {
-    const own = { perPaymentMaxMinor: minorFromDb(r.per_payment_max_minor), dailyMaxMinor: minorFromDb(r.daily_max_minor) };
+    const own = {
+      perPaymentMaxMinor: minorFromDb(r.per_payment_max_minor),
+      dailyMaxMinor: minorFromDb(r.daily_max_minor),
+    };
     const svc = serviceLimits.find((s) => s.rail === r.rail);
     const service = svc ? { perPaymentMaxMinor: svc.perPaymentMaxMinor, dailyMaxMinor: svc.dailyMaxMinor } : null;
     return {
@@ -95,9 +99,15 @@ export function limitToPublic(l: EffectiveLimit) {
     rail: l.rail,
     perPaymentMaxMinor: formatMinor(l.perPaymentMaxMinor),
     dailyMaxMinor: formatMinor(l.dailyMaxMinor),
-    client: { perPaymentMaxMinor: formatMinor(l.client.perPaymentMaxMinor), dailyMaxMinor: formatMinor(l.client.dailyMaxMinor) },
+    client: {
+      perPaymentMaxMinor: formatMinor(l.client.perPaymentMaxMinor),
+      dailyMaxMinor: formatMinor(l.client.dailyMaxMinor),
+    },
     service: l.service
-      ? { perPaymentMaxMinor: formatMinor(l.service.perPaymentMaxMinor), dailyMaxMinor: formatMinor(l.service.dailyMaxMinor) }
+      ? {
+          perPaymentMaxMinor: formatMinor(l.service.perPaymentMaxMinor),
+          dailyMaxMinor: formatMinor(l.service.dailyMaxMinor),
+        }
       : null,
   };
 }

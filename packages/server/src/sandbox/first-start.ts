@@ -100,9 +100,22 @@ export async function seedSandboxIfEmpty(ctx: AppContext, hooks: SeedHooks): Pro
 }
 
 export function describeDemoSetup(setup: DemoSetup, baseUrl: string, adminUrl: string, adminToken: string): string {
-  const lines = ['', 'dispersa sandbox is ready.', '', `  public API   ${baseUrl}`, `  operator API ${adminUrl}`, `  admin token  ${adminToken}`, ''];
+  const lines = [
+    '',
+    'dispersa sandbox is ready.',
+    '',
+    `  public API   ${baseUrl}`,
+    `  operator API ${adminUrl}`,
+    `  admin token  ${adminToken}`,
+    '',
+  ];
   for (const c of setup.clients) {
-    lines.push(`  ${c.name} (${c.currency})`, `    api key      ${c.apiKey}`, `    private key  ${c.privateKeyFile}`, '');
+    lines.push(
+      `  ${c.name} (${c.currency})`,
+      `    api key      ${c.apiKey}`,
+      `    private key  ${c.privateKeyFile}`,
+      '',
+    );
   }
   const ves = setup.clients[0]!;
   lines.push(

@@ -1,13 +1,16 @@
 import { constants, generateKeyPairSync } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createSignedClient } from '../support/signed-client.ts';
-import { type TestClient, type TestServer, startTestServer } from '../support/test-server.ts';
+import { startTestServer, type TestClient, type TestServer } from '../support/test-server.ts';
 
 let server: TestServer;
 let alice: TestClient;
 
 async function markOf(keyId: string): Promise<string> {
-  const { rows } = await server.testDb.db.query<{ m: string }>('SELECT nonce_mark::text AS m FROM api_keys WHERE id = $1', [keyId]);
+  const { rows } = await server.testDb.db.query<{ m: string }>(
+    'SELECT nonce_mark::text AS m FROM api_keys WHERE id = $1',
+    [keyId],
+  );
   return rows[0]!.m;
 }
 
@@ -38,18 +41,30 @@ describe('authentication order and messages', () => {
   });
 
   it('rejects the other environment prefix with its own message, before key lookup', async () => {
-    const live = createSignedClient(server.baseUrl, `sk_live_${'x'.repeat(43)}`, generateKeyPairSync('rsa', { modulusLength: 2048 }).privateKey);
+    const live = createSignedClient(
+      server.baseUrl,
+      `sk_live_${'x'.repeat(43)}`,
+      generateKeyPairSync('rsa', { modulusLength: 2048 }).privateKey,
+    );
     const res = await live.get('/v2/me');
     expect(res.status).toBe(401);
     expect(res.body.error).toMatch(/environment/);
-    const other = createSignedClient(server.baseUrl, 'pk_test_abc', generateKeyPairSync('rsa', { modulusLength: 2048 }).privateKey);
+    const other = createSignedClient(
+      server.baseUrl,
+      'pk_test_abc',
+      generateKeyPairSync('rsa', { modulusLength: 2048 }).privateKey,
+    );
     const res2 = await other.get('/v2/me');
     expect(res2).toMatchObject({ status: 401, body: { error: 'invalid api key' } });
     expect(res.body.error).not.toBe(res2.body.error);
   });
 
   it('rejects an unknown key', async () => {
-    const ghost = createSignedClient(server.baseUrl, `sk_test_${'y'.repeat(43)}`, generateKeyPairSync('rsa', { modulusLength: 2048 }).privateKey);
+    const ghost = createSignedClient(
+      server.baseUrl,
+      `sk_test_${'y'.repeat(43)}`,
+      generateKeyPairSync('rsa', { modulusLength: 2048 }).privateKey,
+    );
     expect(await ghost.get('/v2/me')).toMatchObject({ status: 401, body: { error: 'invalid api key' } });
   });
 
@@ -105,9 +120,18 @@ describe('nonce window', () => {
     const mark = 1_000_000n;
     expect((await c.api.get('/v2/me', { nonce: mark.toString() })).status).toBe(200);
     expect((await c.api.get('/v2/me', { nonce: (mark - 64n).toString() })).status).toBe(200);
-    expect(await c.api.get('/v2/me', { nonce: (mark - 64n).toString() })).toMatchObject({ status: 401, body: { error: 'nonce replay' } });
-    expect(await c.api.get('/v2/me', { nonce: (mark - 65n).toString() })).toMatchObject({ status: 401, body: { error: 'nonce replay' } });
-    expect(await c.api.get('/v2/me', { nonce: mark.toString() })).toMatchObject({ status: 401, body: { error: 'nonce replay' } });
+    expect(await c.api.get('/v2/me', { nonce: (mark - 64n).toString() })).toMatchObject({
+      status: 401,
+      body: { error: 'nonce replay' },
+    });
+    expect(await c.api.get('/v2/me', { nonce: (mark - 65n).toString() })).toMatchObject({
+      status: 401,
+      body: { error: 'nonce replay' },
+    });
+    expect(await c.api.get('/v2/me', { nonce: mark.toString() })).toMatchObject({
+      status: 401,
+      body: { error: 'nonce replay' },
+    });
     expect((await c.api.get('/v2/me', { nonce: (mark - 1n).toString() })).status).toBe(200);
     // A write below the mark is a replay even inside the window.
     const below = await c.api.request('DELETE', '/v2/beneficiaries/ben_x', { nonce: (mark - 2n).toString() });
@@ -121,11 +145,19 @@ describe('nonce window', () => {
     expect((await c.api.get('/v2/me', { nonce: '4990' })).status).toBe(200);
     const second = await startTestServer({ testDb: server.testDb });
     try {
-      const again = createSignedClient(second.baseUrl, c.apiKey, (await import('../support/keys.ts')).testKeyPair(
-        await keyIndexOf(c),
-      ).privateKey);
-      expect(await again.get('/v2/me', { nonce: '4990' })).toMatchObject({ status: 401, body: { error: 'nonce replay' } });
-      expect(await again.get('/v2/me', { nonce: '5000' })).toMatchObject({ status: 401, body: { error: 'nonce replay' } });
+      const again = createSignedClient(
+        second.baseUrl,
+        c.apiKey,
+        (await import('../support/keys.ts')).testKeyPair(await keyIndexOf(c)).privateKey,
+      );
+      expect(await again.get('/v2/me', { nonce: '4990' })).toMatchObject({
+        status: 401,
+        body: { error: 'nonce replay' },
+      });
+      expect(await again.get('/v2/me', { nonce: '5000' })).toMatchObject({
+        status: 401,
+        body: { error: 'nonce replay' },
+      });
       expect((await again.get('/v2/me', { nonce: '4991' })).status).toBe(200);
       expect((await again.get('/v2/me', { nonce: '5001' })).status).toBe(200);
     } finally {
@@ -146,7 +178,10 @@ describe('nonce window', () => {
 
 async function keyIndexOf(c: TestClient): Promise<number> {
   const { testKeyPair } = await import('../support/keys.ts');
-  const { rows } = await server.testDb.db.query<{ f: string }>('SELECT public_key_fingerprint AS f FROM api_keys WHERE id = $1', [c.keyId]);
+  const { rows } = await server.testDb.db.query<{ f: string }>(
+    'SELECT public_key_fingerprint AS f FROM api_keys WHERE id = $1',
+    [c.keyId],
+  );
   const { fingerprintOf } = await import('../../src/auth/public-key.ts');
   for (let i = 0; i < 3; i++) if (fingerprintOf(testKeyPair(i).publicKey) === rows[0]!.f) return i;
   throw new Error('key not from the pool');
@@ -181,7 +216,11 @@ describe('content-type and body checks', () => {
         ['PATCH', '/v2/beneficiaries/ben_x'],
         ['PUT', '/v2/webhook'],
       ] as const) {
-        const res = await alice.api.request(method, target, { rawBody: '{"a":1}', contentType: ct, idempotencyKey: 'k' });
+        const res = await alice.api.request(method, target, {
+          rawBody: '{"a":1}',
+          contentType: ct,
+          idempotencyKey: 'k',
+        });
         expect(res, `${method} ${target} ${ct}`).toMatchObject({ status: 400, body: { error: 'body must be object' } });
       }
     }
@@ -193,7 +232,14 @@ describe('content-type and body checks', () => {
     const { signEnvelope } = await import('../support/signed-client.ts');
     const { testKeyPair } = await import('../support/keys.ts');
     const sig = signEnvelope(
-      buildEnvelope({ method: 'POST', target: '/v2/webhook/test', apiKey: alice.apiKey, idempotencySlot: '', body: Buffer.alloc(0), nonce: n }),
+      buildEnvelope({
+        method: 'POST',
+        target: '/v2/webhook/test',
+        apiKey: alice.apiKey,
+        idempotencySlot: '',
+        body: Buffer.alloc(0),
+        nonce: n,
+      }),
       testKeyPair(await keyIndexOf(alice)).privateKey,
     );
     const res = await alice.api.request('POST', '/v2/webhook/test', { rawBody: '{"x":1}', nonce: n, signature: sig });

@@ -47,7 +47,12 @@ export function signEnvelope(envelope: Buffer, key: KeyObject, padding = constan
   return sign('sha256', envelope, { key, padding }).toString('base64');
 }
 
-export function createSignedClient(baseUrl: string, apiKey: string, privateKey: KeyObject, nonces = new NonceCounter()) {
+export function createSignedClient(
+  baseUrl: string,
+  apiKey: string,
+  privateKey: KeyObject,
+  nonces = new NonceCounter(),
+) {
   async function request(method: string, target: string, options: SignedRequestOptions = {}): Promise<Answer> {
     const body =
       options.rawBody !== undefined ? options.rawBody : options.body !== undefined ? JSON.stringify(options.body) : '';
@@ -69,7 +74,8 @@ export function createSignedClient(baseUrl: string, apiKey: string, privateKey: 
     };
     for (const h of options.omit ?? []) delete headers[h];
     if (options.idempotencyKey !== undefined) headers['idempotency-key'] = options.idempotencyKey;
-    if (body !== '' && options.contentType !== null) headers['content-type'] = options.contentType ?? 'application/json';
+    if (body !== '' && options.contentType !== null)
+      headers['content-type'] = options.contentType ?? 'application/json';
     for (const [k, v] of Object.entries(options.headers ?? {})) {
       if (v === undefined) delete headers[k];
       else headers[k] = v;

@@ -98,7 +98,12 @@ export async function startTestServer(
       });
       if (f.status !== 201) throw new Error(`funding failed: ${JSON.stringify(f.body)}`);
     }
-    return { clientId, keyId, apiKey, api: createSignedClient(running.baseUrl, apiKey, pair.privateKey, new NonceCounter()) };
+    return {
+      clientId,
+      keyId,
+      apiKey,
+      api: createSignedClient(running.baseUrl, apiKey, pair.privateKey, new NonceCounter()),
+    };
   }
 
   return {
