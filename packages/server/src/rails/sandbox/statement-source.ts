@@ -1,0 +1,79 @@
+import type { Db } from '../../db/db.ts';
+import type { Clock } from '../../shared/clock.ts';
+import { minorFromDb } from '../../shared/money.ts';
+import type { StatementPage, StatementSource } from '../rail.ts';
+import { LINE_COLUMNS, type LineRow, one, toStatementLine } from './lines.ts';
+import { lockStatement } from './locks.ts';
+
+export interface SandboxStatementDeps {
+  db: Db;
+  clock: Clock;
+  /** The account's balance before any line, per currency. */
+  openingBalance(currency: string): bigint;
+  /** Most lines per page; call again with the returned cursor until a page comes back empty. */
+  pageSize: number;
+}
+
+/**
+ * The simulated bank's statement, read the way reconciliation reads a real one.
+ *
+ * Cursor: neither insertion order (seq) nor visibility order (visible_at, seq) is safe on its own.
+ * A line booked later can become visible earlier (an instant debit booked after a debit that settles
+ * in two seconds), which breaks a seq cursor. An order on (visible_at, seq) relies on every line being
+ * committed at the instant its visible_at is reached; a transaction that commits a few milliseconds
+ * after it read the clock, or a clock set backwards, would slip a line behind a cursor already handed
+ * out. So each fetch first gives every visible line that has no statement position yet the next
+ * positions (release_seq, in (visible_at, seq) order) under a lock, then returns lines past the
+ * cursor by position. Positions are assigned only under that lock and only to committed, visible
+ * lines, so they grow in commit order: a line not committed at one fetch is given a higher position
+ * at a later one, and every line is returned exactly once to a reader that follows its cursor.
+ * Positions are global; any number of readers keep their own cursors.
+ */
+export function createSandboxStatementSource(deps: SandboxStatementDeps): StatementSource {
+  const { db, clock } = deps;
+
+  return {
+    name: 'sandbox',
+
+    async fetchSince(cursor: string | null): Promise<StatementPage> {
+      const after = parseCursor(cursor);
+      const now = clock.now();
+      return db.tx(async (q) => {
+        await lockStatement(q);
+        await q.query(
+          `WITH top AS (SELECT coalesce(max(release_seq), 0) AS m FROM sandbox_bank_lines),
+                due AS (SELECT seq, row_number() OVER (ORDER BY visible_at, seq) AS n
+                          FROM sandbox_bank_lines WHERE release_seq IS NULL AND visible_at <= $1)
+           UPDATE sandbox_bank_lines l SET release_seq = top.m + due.n
+             FROM due, top WHERE l.seq = due.seq`,
+          [now],
+        );
+        const { rows } = await q.query<LineRow & { release_seq: string }>(
+          `SELECT ${LINE_COLUMNS}, release_seq FROM sandbox_bank_lines
+            WHERE release_seq > $1 ORDER BY release_seq LIMIT $2`,
+          [after.toString(10), deps.pageSize],
+        );
+        const last = rows[rows.length - 1];
+        return { lines: rows.map(toStatementLine), cursor: last === undefined ? cursor : last.release_seq };
+      });
+    },
+
+    async balance(currency: string): Promise<bigint> {
+      const { rows } = await db.query<{ credits: string; debits: string }>(
+        `SELECT coalesce(sum(amount_minor) FILTER (WHERE direction = 'credit'), 0) AS credits,
+                coalesce(sum(amount_minor) FILTER (WHERE direction = 'debit'), 0) AS debits
+           FROM sandbox_bank_lines WHERE currency = $1 AND visible_at <= $2`,
+        [currency, clock.now()],
+      );
+      const sums = one(rows);
+      return deps.openingBalance(currency) + minorFromDb(sums.credits) - minorFromDb(sums.debits);
+    },
+  };
+}
+
+/** The cursor is the statement position of the last line returned; anything else is a caller's bug. */
+function parseCursor(cursor: string | null): bigint {
+  if (cursor === null) return 0n;
+  if (!/^(0|[1-9][0-9]{0,17})$/.test(cursor)) throw new Error(`malformed sandbox statement cursor: ${cursor}`);
+  return BigInt(cursor);
+}
