@@ -1,0 +1,59 @@
+/**
+ * The one loop every background concern runs in (style example 5): call processNext while it finds work,
+ * sleep idleMs when it finds none, stop when the signal aborts. A thrown error is logged and followed by a
+ * growing pause, so a database outage does not become a hot loop; the next success resets the pause.
+ */
+
+/** The part of a pino logger the loop uses. */
+export interface WorkerLogger {
+  info(obj: object, msg?: string): void;
+  error(obj: object, msg?: string): void;
+}
+
+export interface RunWorkerOptions {
+  idleMs: number;
+  signal: AbortSignal;
+  logger: WorkerLogger;
+  /** Ceiling of the pause after consecutive errors. Default 30 s. */
+  maxErrorBackoffMs?: number;
+}
+
+/** Resolves after ms, or at once when the signal aborts. The timer never keeps the process alive. */
+export function sleep(ms: number, signal: AbortSignal): Promise<void> {
+  return new Promise((resolve) => {
+    if (signal.aborted) return resolve();
+    const done = () => {
+      clearTimeout(timer);
+      signal.removeEventListener('abort', done);
+      resolve();
+    };
+    const timer = setTimeout(done, ms);
+    timer.unref();
+    signal.addEventListener('abort', done, { once: true });
+  });
+}
+
+/** Resolves once the signal has aborted and the processNext in flight (if any) has finished. */
+export async function runWorker(
+  name: string,
+  processNext: () => Promise<string | undefined>,
+  options: RunWorkerOptions,
+): Promise<void> {
+  const { idleMs, signal, logger } = options;
+  const maxErrorBackoffMs = options.maxErrorBackoffMs ?? 30_000;
+  let consecutiveErrors = 0;
+  logger.info({ worker: name }, 'worker started');
+  while (!signal.aborted) {
+    try {
+      const id = await processNext();
+      consecutiveErrors = 0;
+      if (id === undefined) await sleep(idleMs, signal);
+    } catch (err) {
+      consecutiveErrors++;
+      const pauseMs = Math.min(maxErrorBackoffMs, Math.max(idleMs, 100) * 2 ** Math.min(consecutiveErrors - 1, 20));
+      logger.error({ worker: name, err, consecutiveErrors, pauseMs }, 'worker step failed');
+      await sleep(pauseMs, signal);
+    }
+  }
+  logger.info({ worker: name }, 'worker stopped');
+}

@@ -1,0 +1,86 @@
+import { createCipheriv, createDecipheriv, randomBytes } from 'node:crypto';
+import { chmod, mkdir, readFile, writeFile } from 'node:fs/promises';
+import path from 'node:path';
+
+/**
+ * The master key that seals the webhook signing keys at rest: 32 random bytes in
+ * <dataDir>/secrets/webhook-master.key, created owner-only at first start. A database dump alone therefore
+ * does not give away the signing keys. Every process serving one database needs the same file.
+ */
+
+export const MASTER_KEY_BYTES = 32;
+
+export class MasterKeyError extends Error {
+  constructor(message: string) {
+    super(message);
+    this.name = 'MasterKeyError';
+  }
+}
+
+export function masterKeyPath(dataDir: string): string {
+  return path.join(dataDir, 'secrets', 'webhook-master.key');
+}
+
+function decode(text: string, file: string): Buffer {
+  const key = Buffer.from(text.trim(), 'base64');
+  if (key.length !== MASTER_KEY_BYTES) {
+    throw new MasterKeyError(`${file} must hold ${MASTER_KEY_BYTES} bytes in base64; it holds ${key.length}`);
+  }
+  return key;
+}
+
+export async function loadOrCreateMasterKey(dataDir: string): Promise<Buffer> {
+  const file = masterKeyPath(dataDir);
+  try {
+    return decode(await readFile(file, 'utf8'), file);
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code !== 'ENOENT') throw err;
+  }
+  await mkdir(path.dirname(file), { recursive: true, mode: 0o700 });
+  const key = randomBytes(MASTER_KEY_BYTES);
+  try {
+    // wx: two processes starting together must not overwrite each other's key; the loser reads the winner's.
+    await writeFile(file, `${key.toString('base64')}\n`, { mode: 0o600, flag: 'wx' });
+    // The mode given to writeFile is filtered by the umask; make owner-only explicit.
+    await chmod(file, 0o600);
+    return key;
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code !== 'EEXIST') throw err;
+    return decode(await readFile(file, 'utf8'), file);
+  }
+}
+
+const IV_BYTES = 12;
+const TAG_BYTES = 16;
+const FORMAT = 'v1';
+
+/**
+ * AES-256-GCM, text form "v1.<iv>.<ciphertext>.<tag>" (base64url). aad binds the sealed bytes to what they
+ * belong to (environment and kid), so a sealed key copied to another row or environment fails to open.
+ */
+export function seal(masterKey: Buffer, plaintext: Buffer, aad: string): string {
+  const iv = randomBytes(IV_BYTES);
+  const cipher = createCipheriv('aes-256-gcm', masterKey, iv);
+  cipher.setAAD(Buffer.from(aad, 'utf8'));
+  const ciphertext = Buffer.concat([cipher.update(plaintext), cipher.final()]);
+  const parts = [iv, ciphertext, cipher.getAuthTag()].map((b) => b.toString('base64url'));
+  return [FORMAT, ...parts].join('.');
+}
+
+/** Throws MasterKeyError when the text was sealed under another key or aad, or was altered. */
+export function open(masterKey: Buffer, sealed: string, aad: string): Buffer {
+  const [format, iv, ciphertext, tag] = sealed.split('.');
+  if (format !== FORMAT || iv === undefined || ciphertext === undefined || tag === undefined) {
+    throw new MasterKeyError('sealed value has an unknown format');
+  }
+  try {
+    const decipher = createDecipheriv('aes-256-gcm', masterKey, Buffer.from(iv, 'base64url'), {
+      authTagLength: TAG_BYTES,
+    });
+    decipher.setAAD(Buffer.from(aad, 'utf8'));
+    decipher.setAuthTag(Buffer.from(tag, 'base64url'));
+    return Buffer.concat([decipher.update(Buffer.from(ciphertext, 'base64url')), decipher.final()]);
+  } catch {
+    throw new MasterKeyError('cannot open a sealed signing key: wrong master key, or the stored value was altered');
+  }
+}

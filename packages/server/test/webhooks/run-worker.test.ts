@@ -1,0 +1,135 @@
+import pino from 'pino';
+import { describe, expect, it } from 'vitest';
+import { runWorker, sleep, type WorkerLogger } from '../../src/shared/run-worker.ts';
+
+// Lives beside the webhook tests because this helper's only owner so far is the delivery worker.
+
+function memoryLogger(): WorkerLogger & { lines: Array<{ level: string; obj: object; msg?: string }> } {
+  const lines: Array<{ level: string; obj: object; msg?: string }> = [];
+  return {
+    lines,
+    info: (obj, msg) => void lines.push({ level: 'info', obj, msg }),
+    error: (obj, msg) => void lines.push({ level: 'error', obj, msg }),
+  };
+}
+
+describe('runWorker', () => {
+  it('loops without pausing while work is found, then sleeps idleMs between empty polls', async () => {
+    const controller = new AbortController();
+    const calls: number[] = [];
+    let work = 5;
+    const started = Date.now();
+    const done = runWorker(
+      'test',
+      async () => {
+        calls.push(Date.now() - started);
+        if (work > 0) return `job-${work--}`;
+        if (calls.length >= 8) controller.abort();
+        return undefined;
+      },
+      { idleMs: 100, signal: controller.signal, logger: memoryLogger() },
+    );
+    await done;
+    expect(calls).toHaveLength(8);
+    // The five jobs and the first empty poll ran back to back; the next two waited an idle period each.
+    expect(calls[5]!).toBeLessThan(90);
+    expect(calls[6]! - calls[5]!).toBeGreaterThanOrEqual(90);
+    expect(calls[7]! - calls[6]!).toBeGreaterThanOrEqual(90);
+  });
+
+  it('stops promptly on abort even in the middle of a long idle sleep, after the step in flight', async () => {
+    const controller = new AbortController();
+    let inFlight = false;
+    let finishedSteps = 0;
+    const done = runWorker(
+      'test',
+      async () => {
+        inFlight = true;
+        await new Promise((r) => setTimeout(r, 20));
+        inFlight = false;
+        finishedSteps++;
+        return undefined;
+      },
+      { idleMs: 60_000, signal: controller.signal, logger: memoryLogger() },
+    );
+    await new Promise((r) => setTimeout(r, 50));
+    const started = Date.now();
+    controller.abort();
+    await done;
+    expect(Date.now() - started).toBeLessThan(500);
+    expect(inFlight).toBe(false);
+    expect(finishedSteps).toBe(1);
+  });
+
+  it('logs a thrown error, backs off with growing pauses, and resets after a success', async () => {
+    const controller = new AbortController();
+    const logger = memoryLogger();
+    const times: number[] = [];
+    let n = 0;
+    const started = Date.now();
+    await runWorker(
+      'flaky',
+      async () => {
+        times.push(Date.now() - started);
+        n++;
+        if (n <= 3) throw new Error(`boom ${n}`);
+        if (n === 4) return 'ok';
+        controller.abort();
+        return undefined;
+      },
+      { idleMs: 20, signal: controller.signal, logger, maxErrorBackoffMs: 10_000 },
+    );
+    const errors = logger.lines.filter((l) => l.level === 'error');
+    expect(errors).toHaveLength(3);
+    expect(errors.map((e) => (e.obj as { pauseMs: number }).pauseMs)).toEqual([100, 200, 400]);
+    expect((errors[0]!.obj as { err: Error; worker: string }).err.message).toBe('boom 1');
+    expect((errors[0]!.obj as { worker: string }).worker).toBe('flaky');
+    expect(times[1]! - times[0]!).toBeGreaterThanOrEqual(90);
+    expect(times[3]! - times[2]!).toBeGreaterThanOrEqual(390);
+    // After the success the next step follows at once.
+    expect(times[4]! - times[3]!).toBeLessThan(90);
+  });
+
+  it('caps the error pause', async () => {
+    const controller = new AbortController();
+    const logger = memoryLogger();
+    let n = 0;
+    await runWorker(
+      'down',
+      async () => {
+        if (++n === 4) controller.abort();
+        throw new Error('database down');
+      },
+      { idleMs: 10, signal: controller.signal, logger, maxErrorBackoffMs: 150 },
+    );
+    const pauses = logger.lines.filter((l) => l.level === 'error').map((l) => (l.obj as { pauseMs: number }).pauseMs);
+    expect(pauses).toEqual([100, 150, 150, 150]);
+  });
+
+  it('does not start when already aborted, and accepts a pino logger', async () => {
+    const controller = new AbortController();
+    controller.abort();
+    let calls = 0;
+    const logger: WorkerLogger = pino({ level: 'silent' });
+    await runWorker(
+      'never',
+      async () => {
+        calls++;
+        return undefined;
+      },
+      { idleMs: 10, signal: controller.signal, logger },
+    );
+    expect(calls).toBe(0);
+  });
+
+  it('sleep resolves on time, or at once on abort', async () => {
+    const controller = new AbortController();
+    let t = Date.now();
+    await sleep(50, controller.signal);
+    expect(Date.now() - t).toBeGreaterThanOrEqual(45);
+    t = Date.now();
+    setTimeout(() => controller.abort(), 20);
+    await sleep(10_000, controller.signal);
+    expect(Date.now() - t).toBeLessThan(1000);
+  });
+});
