@@ -1,0 +1,144 @@
+import type { KeyObject } from 'node:crypto';
+import { randomUUID } from 'node:crypto';
+import { setTimeout as delay } from 'node:timers/promises';
+import { buildEnvelope, carriesIdempotencyKey, signEnvelope } from './envelope.ts';
+import { ConnectionError, DispersaError, errorFromResponse } from './errors.ts';
+import type { NonceGenerator } from './nonce.ts';
+import { type BackoffOptions, backoffMs, shouldRetry } from './retry.ts';
+
+/** Per-call options, accepted by every client method. */
+export interface RequestOptions {
+  /** Only on POST /v2/payments and POST /v2/quotes; one is made up (randomUUID) when absent. */
+  idempotencyKey?: string;
+  timeoutMs?: number;
+  maxRetries?: number;
+  signal?: AbortSignal;
+}
+
+export type QueryValue = string | number | bigint | undefined;
+
+export interface RequestSpec {
+  method: 'GET' | 'POST' | 'PUT' | 'PATCH' | 'DELETE';
+  /** Path below the base URL, ids already encoded, e.g. /v2/payments/abc. */
+  path: string;
+  /** Entries kept in the given order; undefined values are left out. */
+  query?: ReadonlyArray<readonly [string, QueryValue]>;
+  body?: unknown;
+  /** Public routes (GET /v2/version) go out without key, nonce or signature. */
+  unsigned?: boolean;
+}
+
+export interface TransportConfig {
+  baseUrl: string;
+  apiKey: string;
+  signingKey: KeyObject;
+  nonces: NonceGenerator;
+  fetch: typeof globalThis.fetch;
+  maxRetries: number;
+  timeoutMs: number;
+  backoff: BackoffOptions;
+  /** Response header carrying the server's trace id, read into errors. */
+  traceHeader: string;
+}
+
+export type Transport = <T>(spec: RequestSpec, options?: RequestOptions) => Promise<T>;
+
+/** Builds the query string once; what is returned is both signed and sent. No '?' when there is nothing. */
+export function buildQuery(query: RequestSpec['query']): string {
+  const params = new URLSearchParams();
+  for (const [name, value] of query ?? []) if (value !== undefined) params.append(name, String(value));
+  const text = params.toString();
+  return text === '' ? '' : `?${text}`;
+}
+
+/** encodeURIComponent, refusing ids that would change the path once a URL parser normalises it. */
+export function pathId(id: string): string {
+  if (typeof id !== 'string' || id === '' || id === '.' || id === '..') {
+    throw new TypeError(`not a usable id: ${JSON.stringify(id)}`);
+  }
+  return encodeURIComponent(id);
+}
+
+function parseBody(text: string): unknown {
+  if (text === '') return undefined;
+  try {
+    return JSON.parse(text);
+  } catch {
+    return text;
+  }
+}
+
+export function createTransport(config: TransportConfig): Transport {
+  const base = new URL(config.baseUrl);
+  if (base.search || base.hash) throw new TypeError('baseUrl must not carry a query or fragment');
+  const prefix = base.pathname.replace(/\/+$/, '');
+
+  return async function request<T>(spec: RequestSpec, options: RequestOptions = {}): Promise<T> {
+    const target = `${prefix}${spec.path}${buildQuery(spec.query)}`;
+    const url = new URL(target, base.origin);
+    if (`${url.pathname}${url.search}` !== target) {
+      // fetch would send something other than what we sign; refuse rather than earn a 401.
+      throw new TypeError(`request-target ${target} is not in normalised form`);
+    }
+    const keyed = !spec.unsigned && carriesIdempotencyKey(spec.method, target);
+    if (options.idempotencyKey !== undefined && !keyed) {
+      throw new TypeError(`${spec.method} ${spec.path} takes no idempotency key`);
+    }
+    // One key per logical operation, fixed before the first attempt and reused by every retry.
+    const idempotencyKey = keyed ? (options.idempotencyKey ?? randomUUID()) : undefined;
+    // Serialised once: these exact bytes are signed on every attempt and sent on every attempt.
+    const body = spec.body === undefined ? undefined : Buffer.from(JSON.stringify(spec.body), 'utf8');
+    const maxRetries = options.maxRetries ?? config.maxRetries;
+    const timeoutMs = options.timeoutMs ?? config.timeoutMs;
+
+    for (let attempt = 1; ; attempt++) {
+      const headers: Record<string, string> = { accept: 'application/json' };
+      if (body !== undefined) headers['content-type'] = 'application/json';
+      if (!spec.unsigned) {
+        const nonce = await config.nonces.next();
+        const envelope = buildEnvelope({
+          method: spec.method,
+          target,
+          apiKey: config.apiKey,
+          idempotencyKey,
+          body,
+          nonce,
+        });
+        headers['x-api-key'] = config.apiKey;
+        headers['x-nonce'] = nonce;
+        headers['x-signature'] = signEnvelope(envelope, config.signingKey);
+        if (idempotencyKey !== undefined) headers['idempotency-key'] = idempotencyKey;
+      }
+      const timeout = AbortSignal.timeout(timeoutMs);
+      const signal = options.signal ? AbortSignal.any([options.signal, timeout]) : timeout;
+
+      let failure: DispersaError;
+      let status: number | undefined;
+      try {
+        const response = await config.fetch(url, { method: spec.method, headers, body, signal });
+        const parsed = parseBody(await response.text());
+        status = response.status;
+        if (response.ok) return unwrap<T>(parsed, response.status);
+        const traceId = response.headers.get(config.traceHeader) ?? undefined;
+        failure = errorFromResponse(response.status, parsed, traceId);
+      } catch (err) {
+        if (options.signal?.aborted) throw err;
+        if (status !== undefined) throw err;
+        const why = timeout.aborted ? `no answer within ${timeoutMs} ms` : String((err as Error)?.message ?? err);
+        failure = new ConnectionError(`${spec.method} ${target}: ${why}`, { cause: err });
+      }
+      const outcome = status === undefined ? { connectionError: true } : { status };
+      if (!shouldRetry(outcome, attempt, maxRetries)) throw failure;
+      await delay(backoffMs(attempt, config.backoff), undefined, options.signal ? { signal: options.signal } : {});
+    }
+  };
+}
+
+function unwrap<T>(parsed: unknown, status: number): T {
+  if (typeof parsed === 'object' && parsed !== null && 'payload' in parsed) {
+    return (parsed as { payload: T }).payload;
+  }
+  // Only the JWKS route answers without the {status, traceId, payload} envelope.
+  if (typeof parsed === 'object' && parsed !== null) return parsed as T;
+  throw new DispersaError(`HTTP ${status} answer is not a JSON object`, { status, body: parsed });
+}
