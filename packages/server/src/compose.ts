@@ -4,19 +4,25 @@ import { registerClientAdminRoutes } from './admin/clients-routes.ts';
 import { createApiKeyService } from './auth/api-keys.ts';
 import { createAuthenticator } from './auth/authenticate.ts';
 import { createNonceStore } from './auth/nonce-store.ts';
+import { createBeneficiaryDomain } from './beneficiaries/domain.ts';
 import type { Config } from './config.ts';
 import type { AppContext } from './context.ts';
 import type { Db } from './db/db.ts';
+import type { Domain } from './domain.ts';
+import { createFxDomain } from './fx/domain.ts';
 import { createAdminApp } from './http/admin-app.ts';
 import { type PendingRoute, registerPendingRoutes } from './http/pending-routes.ts';
 import { createPublicApp } from './http/public-app.ts';
 import { registerIdentityRoutes } from './identity/routes.ts';
 import { registerMetaRoutes } from './meta/routes.ts';
+import { createPaymentDomain } from './payments/domain.ts';
 import type { SeedHooks } from './sandbox/first-start.ts';
 import { type Clock, systemClock } from './shared/clock.ts';
+import { runWorker } from './shared/run-worker.ts';
 import { SERVICE_VERSION } from './version.ts';
+import { createWebhookDomain } from './webhooks/domain.ts';
 
-/** The composition root: every service built once, in order, and wired to the two listeners. */
+/** The composition root: every service built once, in dependency order, and wired to the two listeners. */
 
 export interface Composed {
   ctx: AppContext;
@@ -29,7 +35,8 @@ export interface Composed {
   stop(): Promise<void>;
 }
 
-const PENDING: PendingRoute[] = [
+/** Every route of the contract; those no domain registers answer 501 (and still appear in the OpenAPI document). */
+const CONTRACT_ROUTES: PendingRoute[] = [
   { method: 'GET', url: '/v2/rate', summary: 'Published rate' },
   { method: 'POST', url: '/v2/quotes', summary: 'Freeze a price', body: true, idempotency: true },
   { method: 'POST', url: '/v2/payments', summary: 'Issue a payment', body: true, idempotency: true },
@@ -58,24 +65,26 @@ export async function compose(options: {
   const nonces = createNonceStore({ db });
   const ctx: AppContext = { config, db, clock, logger, version: SERVICE_VERSION, keys };
 
-  const authenticate = createAuthenticator({ environment: config.env, keys, nonces });
-  const railIsSimulated = () => config.env === 'sandbox' || config.bankGateway === null;
+  const webhooks = await createWebhookDomain(ctx);
+  const fx = createFxDomain(ctx);
+  const beneficiaries = createBeneficiaryDomain(ctx);
+  const payments = await createPaymentDomain(ctx, { fx, beneficiaries });
+  ctx.balances = payments.balances;
+  const domains: Domain[] = [webhooks, fx, beneficiaries, payments];
 
+  const authenticate = createAuthenticator({ environment: config.env, keys, nonces });
   const publicApp = await createPublicApp({
     logger,
     authenticate,
     version: SERVICE_VERSION,
     routes: (app) => {
-      registerMetaRoutes(app, { ...ctx, railIsSimulated });
-      registerIdentityRoutes(app, { ...ctx, webhookViewOf: async () => ({ url: null, pendingChange: null }) });
-      app.get(
-        '/v2/webhook/keys',
-        { schema: { summary: 'JWKS of the webhook signing keys', tags: ['webhooks'] } },
-        async () => ({
-          keys: [],
-        }),
+      registerMetaRoutes(app, { ...ctx, railIsSimulated: () => payments.railIsSimulated() });
+      registerIdentityRoutes(app, { ...ctx, webhookViewOf: (clientId) => webhooks.webhookViewOf(clientId) });
+      for (const d of domains) d.registerPublicRoutes?.(app);
+      registerPendingRoutes(
+        app,
+        CONTRACT_ROUTES.filter((r) => !app.hasRoute({ method: r.method, url: r.url })),
       );
-      registerPendingRoutes(app, PENDING);
     },
   });
 
@@ -84,19 +93,33 @@ export async function compose(options: {
     token: config.adminToken,
     routes: (app) => {
       registerClientAdminRoutes(app, ctx);
+      for (const d of domains) d.registerAdminRoutes?.(app);
     },
   });
 
   const abort = new AbortController();
+  const loops: Promise<void>[] = [];
   return {
     ctx,
     publicApp,
     adminApp,
-    startWorkers() {},
-    seedHooks: {},
+    seedHooks: {
+      fund: (clientId, amountMinor, reference) => payments.fundForSeed(clientId, amountMinor, reference),
+      ensureRate: (base) => fx.ensureRate(base),
+    },
+    startWorkers() {
+      for (const d of domains) {
+        for (const w of d.workers ?? []) {
+          loops.push(runWorker(w.name, w.processNext, { idleMs: w.idleMs, signal: abort.signal, logger }));
+        }
+        d.start?.(abort.signal);
+      }
+    },
     async stop() {
-      abort.abort();
       await Promise.allSettled([publicApp.close(), adminApp.close()]);
+      abort.abort();
+      await Promise.allSettled(loops);
+      await Promise.allSettled(domains.map((d) => d.stop?.()));
     },
   };
 }

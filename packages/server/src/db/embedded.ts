@@ -18,7 +18,8 @@ export async function createEmbeddedDb(dir: string | null): Promise<Db> {
   const wrap = (q: Pick<PGlite, 'query' | 'exec'>): Queryable => ({
     async query<R>(sql: string, params?: readonly unknown[]): Promise<QueryResult<R>> {
       const res = await q.query<R>(sql, params as unknown[] | undefined);
-      return { rows: res.rows, rowCount: res.affectedRows ?? res.rows.length };
+      // PGlite reports affectedRows 0 for a SELECT; PostgreSQL's rowCount counts the rows returned.
+      return { rows: res.rows, rowCount: Math.max(res.affectedRows ?? 0, res.rows.length) };
     },
     async exec(sql: string): Promise<void> {
       await q.exec(sql);

@@ -1,0 +1,22 @@
+import type { FastifyInstance } from 'fastify';
+
+/**
+ * What a domain hands the composition root: its routes on either listener and its background loops.
+ * compose.ts builds the domains in dependency order and wires them; domains never reach into each other's
+ * tables, they call each other's services.
+ */
+export interface BackgroundWorker {
+  name: string;
+  /** Does one unit of work; returns an id when it did something, undefined when there was nothing to do. */
+  processNext(): Promise<string | undefined>;
+  idleMs: number;
+}
+
+export interface Domain {
+  registerPublicRoutes?(app: FastifyInstance): void;
+  registerAdminRoutes?(app: FastifyInstance): void;
+  workers?: BackgroundWorker[];
+  /** Loops that are not processNext-shaped; must stop when the signal aborts. */
+  start?(signal: AbortSignal): void;
+  stop?(): Promise<void>;
+}
