@@ -2,21 +2,84 @@ import type { BeneficiaryDomain } from '../beneficiaries/domain.ts';
 import type { AppContext } from '../context.ts';
 import type { Queryable } from '../db/db.ts';
 import type { Domain } from '../domain.ts';
+import { registerFundingAdminRoutes } from '../fundings/routes.ts';
+import type { FundingDeps } from '../fundings/service.ts';
+import { createFunding } from '../fundings/service.ts';
 import type { FxDomain } from '../fx/domain.ts';
+import { availableBalance } from '../ledger/ledger.ts';
+import { createRails, type RailSetup } from '../rails/registry.ts';
+import { registerSandboxBankAdminRoutes } from '../rails/sandbox/admin-routes.ts';
+import { registerPaymentAdminRoutes } from './admin-routes.ts';
+import { createFollowUp } from './follow-up.ts';
+import { registerPaymentRoutes } from './routes.ts';
+import { createPaymentService, type PaymentService } from './service.ts';
 
+/** Money in (fundings), money out (payments), balances, and the rail behind them. */
 export interface PaymentDomain extends Domain {
+  service: PaymentService;
+  rails: RailSetup;
   balances: { available(q: Queryable, clientId: string, currency: string): Promise<bigint> };
   railIsSimulated(): boolean;
   fundForSeed(clientId: string, amountMinor: bigint, reference: string): Promise<void>;
 }
 
+/** How long a payment may stay `processing` after it was handed to the rail before it is presumed interrupted. */
+const DISPATCH_TIMEOUT_FLOOR_MS = 30_000;
+
 export async function createPaymentDomain(
   ctx: AppContext,
-  _deps: { fx: FxDomain; beneficiaries: BeneficiaryDomain },
+  deps: { fx: FxDomain; beneficiaries: BeneficiaryDomain },
 ): Promise<PaymentDomain> {
+  const rails = createRails(ctx);
+  const service = createPaymentService({
+    db: ctx.db,
+    clock: ctx.clock,
+    config: ctx.config,
+    rates: deps.fx.rates,
+    quotes: deps.fx.quotes,
+    beneficiaries: deps.beneficiaries,
+    rail: rails.rail,
+    logger: ctx.logger,
+  });
+  const bank = rails.sandboxBank;
+  const fundingDeps: FundingDeps = {
+    db: ctx.db,
+    clock: ctx.clock,
+    onFunded: bank
+      ? async (q, f) => {
+          await bank.bookCredit({ amountMinor: f.amountMinor, currency: f.currency, reference: f.reference }, q);
+        }
+      : undefined,
+  };
+  const followUp = createFollowUp({
+    db: ctx.db,
+    clock: ctx.clock,
+    rail: rails.rail,
+    requeryAfterMs: ctx.config.reconcileIntervalMs,
+    dispatchTimeoutMs: Math.max(DISPATCH_TIMEOUT_FLOOR_MS, 2 * (ctx.config.bankGateway?.timeoutMs ?? 0)),
+  });
+  const idleMs = Math.max(50, Math.min(1000, Math.floor(ctx.config.reconcileIntervalMs / 2)));
+
   return {
-    balances: { available: async () => 0n },
-    railIsSimulated: () => ctx.config.env === 'sandbox' || ctx.config.bankGateway === null,
-    async fundForSeed() {},
+    service,
+    rails,
+    balances: { available: availableBalance },
+    railIsSimulated: () => rails.simulated,
+    async fundForSeed(clientId, amountMinor, reference) {
+      const result = await createFunding(fundingDeps, clientId, { amountMinor: amountMinor.toString(), reference });
+      if (result.kind !== 'created') throw new Error(`demo funding failed: ${result.kind}`);
+    },
+    registerPublicRoutes(app) {
+      registerPaymentRoutes(app, service);
+    },
+    registerAdminRoutes(app) {
+      registerFundingAdminRoutes(app, fundingDeps);
+      registerPaymentAdminRoutes(app, { db: ctx.db, clock: ctx.clock });
+      if (bank) registerSandboxBankAdminRoutes(app, { bank, db: ctx.db });
+    },
+    workers: [
+      { name: 'payments.settle-pending', processNext: followUp.settlePendingNext, idleMs },
+      { name: 'payments.recover-interrupted', processNext: followUp.recoverInterruptedNext, idleMs },
+    ],
   };
 }

@@ -1,0 +1,72 @@
+import { getClient } from '../clients/service.ts';
+import { type Db, isUniqueViolation, type Queryable } from '../db/db.ts';
+import { bookFunding } from '../ledger/ledger.ts';
+import type { Clock } from '../shared/clock.ts';
+import { randomId } from '../shared/ids.ts';
+import { parsePositiveMinor } from '../shared/money.ts';
+
+/**
+ * Money in: an operator records a client's funding; the balance rises at once (the service's bank account against
+ * the client's balance). The reference is what the bank's credit line carries, so reconciliation can match it.
+ */
+export interface Funding {
+  fundingId: string;
+  clientId: string;
+  amountMinor: bigint;
+  currency: string;
+  reference: string;
+  createdAt: Date;
+}
+
+export type CreateFundingResult =
+  | { kind: 'created'; funding: Funding }
+  | { kind: 'invalid'; message: string }
+  | { kind: 'unknown_client' }
+  | { kind: 'duplicate_reference' };
+
+export interface FundingDeps {
+  db: Db;
+  clock: Clock;
+  /** Sandbox: the simulated bank books the matching credit in the same transaction. */
+  onFunded?: (q: Queryable, funding: Funding) => Promise<void>;
+}
+
+export async function createFunding(
+  deps: FundingDeps,
+  clientId: string,
+  input: { amountMinor: unknown; reference: unknown },
+): Promise<CreateFundingResult> {
+  const amountMinor = parsePositiveMinor(input.amountMinor);
+  if (amountMinor === null || amountMinor > 9_223_372_036_854_775_807n) {
+    return { kind: 'invalid', message: 'amountMinor must be a string holding a positive integer of minor units' };
+  }
+  const reference = input.reference;
+  if (typeof reference !== 'string' || reference.trim() === '' || reference.length > 140) {
+    return { kind: 'invalid', message: 'reference is required: a string of 1 to 140 characters' };
+  }
+  const client = await getClient(deps.db, clientId);
+  if (client === null) return { kind: 'unknown_client' };
+  try {
+    const funding = await deps.db.tx(async (q) => {
+      const funding: Funding = {
+        fundingId: randomId('fnd'),
+        clientId,
+        amountMinor,
+        currency: client.currency,
+        reference,
+        createdAt: deps.clock.now(),
+      };
+      await q.query(
+        'INSERT INTO fundings (id, client_id, amount_minor, currency, reference, created_at) VALUES ($1, $2, $3, $4, $5, $6)',
+        [funding.fundingId, clientId, amountMinor.toString(), client.currency, reference, funding.createdAt],
+      );
+      await bookFunding(q, { fundingId: funding.fundingId, clientId, currency: client.currency, amountMinor });
+      await deps.onFunded?.(q, funding);
+      return funding;
+    });
+    return { kind: 'created', funding };
+  } catch (err) {
+    if (isUniqueViolation(err, 'fundings_reference_unique')) return { kind: 'duplicate_reference' };
+    throw err;
+  }
+}

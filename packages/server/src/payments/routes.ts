@@ -1,0 +1,125 @@
+import { Type } from '@sinclair/typebox';
+import type { FastifyInstance } from 'fastify';
+import { sendPayload } from '../http/envelope.ts';
+import { httpError } from '../http/errors.ts';
+import { pageCursor, pageLimit, pageOfItems } from '../http/pagination.ts';
+import { envelopeOf, errorResponses, PageQuery, pageOf, signedHeaders } from '../http/schema-helpers.ts';
+import type { PaymentState } from './model.ts';
+import { seqOfPaymentId, toPublicPayment } from './repository.ts';
+import { BalanceSchema, PaymentBody, PaymentSchema } from './schemas.ts';
+import type { PaymentService } from './service.ts';
+
+const STATES: readonly PaymentState[] = ['pending', 'processing', 'completed', 'failed', 'unknown'];
+
+/** Thin: schema in, service call, envelope out. */
+export function registerPaymentRoutes(app: FastifyInstance, payments: PaymentService): void {
+  app.post(
+    '/v2/payments',
+    {
+      config: { auth: 'signed', bodyRoute: true, idempotencySlot: true },
+      schema: {
+        summary: 'Issue a payment',
+        description:
+          'The only endpoint that moves money. 201 new payment; 200 replay of the same idempotency-key and content; ' +
+          '422 business rule (a failed payment is created; a replay returns it with 200). A failed or unknown payment ' +
+          'inside a 2xx is not an HTTP error.',
+        tags: ['payments'],
+        headers: signedHeaders({ body: true, idempotency: true }),
+        body: PaymentBody,
+        response: {
+          200: envelopeOf(PaymentSchema),
+          201: envelopeOf(PaymentSchema),
+          ...errorResponses(404, 409, 415, 422, 503),
+        },
+      },
+    },
+    async (request, reply) => {
+      const key = request.headers['idempotency-key'];
+      if (typeof key !== 'string' || key === '') throw httpError(400, 'idempotency-key header is required');
+      const result = await payments.create(request.auth!, key, request.body as Record<string, unknown>);
+      switch (result.kind) {
+        case 'created':
+          return sendPayload(request, reply, toPublicPayment(result.payment), { code: 201 });
+        case 'replayed':
+          return sendPayload(request, reply, toPublicPayment(result.payment));
+        case 'rejected':
+          throw httpError(422, result.message);
+        case 'error':
+          throw httpError(result.status, result.message);
+      }
+    },
+  );
+
+  app.get<{ Params: { id: string } }>(
+    '/v2/payments/:id',
+    {
+      config: { auth: 'signed' },
+      schema: {
+        summary: 'Read a payment (poll this for unknown payments)',
+        tags: ['payments'],
+        headers: signedHeaders(),
+        params: Type.Object({ id: Type.String() }),
+        response: { 200: envelopeOf(PaymentSchema), ...errorResponses(404) },
+      },
+    },
+    async (request, reply) => {
+      const payment = await payments.get(request.auth!.clientId, request.params.id);
+      if (payment === null) throw httpError(404, 'payment not found');
+      return sendPayload(request, reply, toPublicPayment(payment));
+    },
+  );
+
+  app.get<{ Querystring: { cursor?: string; limit?: string; status?: string } }>(
+    '/v2/payments',
+    {
+      config: { auth: 'signed' },
+      schema: {
+        summary: 'List payments, newest first (keyset pagination)',
+        tags: ['payments'],
+        headers: signedHeaders(),
+        querystring: Type.Object({
+          ...PageQuery,
+          status: Type.Optional(Type.String({ description: 'Only payments in this state.' })),
+        }),
+        response: { 200: envelopeOf(pageOf(PaymentSchema)), ...errorResponses() },
+      },
+    },
+    async (request, reply) => {
+      const { status } = request.query;
+      if (status !== undefined && !STATES.includes(status as PaymentState)) {
+        throw httpError(400, `status must be one of ${STATES.join(', ')}`);
+      }
+      const limit = pageLimit(request.query.limit);
+      const beforeSeq = pageCursor(request.query.cursor, seqOfPaymentId);
+      const page = await payments.list({
+        clientId: request.auth!.clientId,
+        state: status as PaymentState | undefined,
+        beforeSeq,
+        limit,
+      });
+      return sendPayload(
+        request,
+        reply,
+        pageOfItems(page.items, page.hasMore, toPublicPayment, (p) => p.id),
+      );
+    },
+  );
+
+  app.get(
+    '/v2/balance',
+    {
+      config: { auth: 'signed' },
+      schema: {
+        summary: 'Available balance (balance minus funds held by payments in flight)',
+        tags: ['balance'],
+        headers: signedHeaders(),
+        response: { 200: envelopeOf(BalanceSchema), ...errorResponses() },
+      },
+    },
+    async (request, reply) => {
+      const auth = request.auth!;
+      const available = await payments.available(auth.clientId, auth.clientCurrency);
+      return sendPayload(request, reply, { currency: auth.clientCurrency, availableMinor: available.toString() });
+    },
+  );
+}

@@ -1,0 +1,38 @@
+import type { AppContext } from '../context.ts';
+import { createGatewayRail } from './gateway/gateway-rail.ts';
+import { createGatewayStatementSource } from './gateway/statement-source.ts';
+import type { Rail, StatementSource } from './rail.ts';
+import { createSandboxBank, createSandboxRail, type SandboxBank } from './sandbox/index.ts';
+
+/**
+ * Same code, different final provider: the sandbox talks to the simulated bank, production to the operator's
+ * bank gateway. Nothing else in the service knows which one it has.
+ */
+export interface RailSetup {
+  rail: Rail;
+  statements: StatementSource;
+  /** Sandbox only: the simulated bank, for fundings and the operator's test controls. */
+  sandboxBank: SandboxBank | null;
+  /** `simulado` of /v2/version. */
+  simulated: boolean;
+}
+
+export function createRails(ctx: Pick<AppContext, 'config' | 'db' | 'clock'>): RailSetup {
+  if (ctx.config.env === 'sandbox') {
+    const bank = createSandboxBank({ db: ctx.db, clock: ctx.clock, settleMs: ctx.config.sandboxSettleMs });
+    return {
+      rail: createSandboxRail({ bank, db: ctx.db, clock: ctx.clock }),
+      statements: bank.statementSource(),
+      sandboxBank: bank,
+      simulated: true,
+    };
+  }
+  const gateway = ctx.config.bankGateway;
+  return {
+    rail: createGatewayRail({ config: gateway }),
+    statements: createGatewayStatementSource({ config: gateway }),
+    sandboxBank: null,
+    // Without a gateway nothing is connected to a bank: payments fail rejected_by_us and nothing moves.
+    simulated: gateway === null,
+  };
+}
