@@ -1,0 +1,50 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { testKeyPair } from '../support/keys.ts';
+import { expectLedgerSound } from '../support/ledger.ts';
+import { balanceOf, newKey, PM, pay } from '../support/payments.ts';
+import { createSignedClient, NonceCounter } from '../support/signed-client.ts';
+import { startTestServer, type TestServer } from '../support/test-server.ts';
+
+let server: TestServer;
+
+beforeAll(async () => {
+  server = await startTestServer();
+});
+afterAll(async () => {
+  await expectLedgerSound(server.testDb.db);
+  await server.stop();
+});
+
+describe('concurrency', () => {
+  it('many simultaneous payments from several keys of one client never overdraw it', async () => {
+    const c = await server.newClient({ fundMinor: 1_000_000n });
+    // Two more keys on the same client, each with its own nonce sequence.
+    const apis = [c.api];
+    for (const idx of [1, 2]) {
+      const pair = testKeyPair(idx);
+      const k = await server.admin('POST', `/admin/v1/clients/${c.clientId}/keys`, { publicKeyPem: pair.publicPem });
+      await server.admin('PUT', `/admin/v1/keys/${k.body.payload.keyId}/limits`, {
+        limits: [
+          { rail: 'PM', perPaymentMaxMinor: '100000000', dailyMaxMinor: '1000000000' },
+          { rail: 'CCE', perPaymentMaxMinor: '100000000', dailyMaxMinor: '1000000000' },
+        ],
+      });
+      apis.push(createSignedClient(server.baseUrl, k.body.payload.apiKey, pair.privateKey, new NonceCounter()));
+    }
+    // 30 payments of 70,000 against 1,000,000: at most 14 can succeed.
+    const answers = await Promise.all(
+      Array.from({ length: 30 }, (_, i) =>
+        apis[i % apis.length]!.post(
+          '/v2/payments',
+          { amountMinor: '70000', currency: 'VES', ...PM },
+          { idempotencyKey: newKey('od') },
+        ),
+      ),
+    );
+    const completed = answers.filter((a) => a.status === 201 && a.body.payload.state === 'completed').length;
+    const rejected = answers.filter((a) => a.status === 422).length;
+    expect(completed + rejected).toBe(30);
+    expect(completed).toBe(14);
+    expect(await balanceOf(c)).toBe(1_000_000n - 14n * 70_000n);
+  });
+});

@@ -1,0 +1,49 @@
+import type { Answer } from './signed-client.ts';
+import type { TestClient } from './test-server.ts';
+
+let counter = 0;
+export const newKey = (prefix = 'k'): string => `${prefix}-${Date.now().toString(36)}-${++counter}`;
+
+export const PM = { rail: 'PM', beneficiary: '04141234567', bankCode: '0102', docType: 'V', docNumber: '12345678' };
+export const CCE = {
+  rail: 'CCE',
+  beneficiary: '01050000000000000001',
+  bankCode: '0105',
+  docType: 'J',
+  docNumber: '123456789',
+  beneficiaryName: 'Inversiones Ejemplo CA',
+};
+/** A CCE account at the sandbox bank itself (0102): settles at once. */
+export const CCE_SAME_BANK = { ...CCE, beneficiary: '01020000000000000001', bankCode: '0102' };
+
+export function pay(
+  c: TestClient,
+  amountMinor: string,
+  destination: Record<string, unknown> = PM,
+  key = newKey(),
+): Promise<Answer> {
+  return c.api.post('/v2/payments', { amountMinor, currency: 'VES', ...destination }, { idempotencyKey: key });
+}
+
+export async function balanceOf(c: TestClient): Promise<bigint> {
+  const res = await c.api.get('/v2/balance');
+  if (res.status !== 200) throw new Error(`balance: ${res.status}`);
+  return BigInt(res.body.payload.availableMinor);
+}
+
+/** Polls a payment until the predicate holds (bounded). */
+export async function waitForPayment(
+  c: TestClient,
+  id: string,
+  until: (p: any) => boolean,
+  timeoutMs = 10_000,
+): Promise<any> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const res = await c.api.get(`/v2/payments/${id}`);
+    if (until(res.body.payload)) return res.body.payload;
+    if (Date.now() > deadline)
+      throw new Error(`payment ${id} never reached the expected state: ${JSON.stringify(res.body)}`);
+    await new Promise((r) => setTimeout(r, 50));
+  }
+}
