@@ -142,7 +142,7 @@ describe('blocked by us', () => {
       env: { DISPERSA_ENV: 'production', DISPERSA_ALLOW_EMBEDDED_IN_PRODUCTION: 'true' },
     });
     try {
-      const version = await (await fetch(`${s.baseUrl}/v2/version`)).json();
+      const version: any = await (await fetch(`${s.baseUrl}/v2/version`)).json();
       expect(version.payload).toMatchObject({ environment: 'production', rails: ['PM'], simulado: true });
       const c = await s.newClient({ fundMinor: 1_000_000n });
       expect(c.apiKey.startsWith('sk_live_')).toBe(true);
