@@ -18,7 +18,14 @@ export function buildFastify(logger: Logger, options: { bodyLimit?: number } = {
     return503OnClosing: true,
     forceCloseConnections: 'idle',
     ajv: {
-      customOptions: { coerceTypes: false, removeAdditional: false, useDefaults: false, allErrors: false },
+      // verbose: errors carry their schema, so a field's errorMessage can name the rule it broke.
+      customOptions: {
+        coerceTypes: false,
+        removeAdditional: false,
+        useDefaults: false,
+        allErrors: false,
+        verbose: true,
+      },
       plugins: [
         // biome-ignore lint/suspicious/noExplicitAny: the ajv instance type is not exported by fastify
         (ajv: any) => {

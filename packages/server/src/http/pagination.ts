@@ -6,8 +6,8 @@ export const MAX_PAGE_SIZE = 100;
 
 export function pageLimit(raw: string | undefined): number {
   if (raw === undefined) return DEFAULT_PAGE_SIZE;
-  if (!/^[0-9]{1,6}$/.test(raw) || Number(raw) < 1) throw httpError(400, 'limit must be a positive integer');
-  return Math.min(Number(raw), MAX_PAGE_SIZE);
+  if (!/^[0-9]+$/.test(raw) || /^0+$/.test(raw)) throw httpError(400, 'limit must be a positive integer');
+  return raw.length > 3 ? MAX_PAGE_SIZE : Math.min(Number(raw), MAX_PAGE_SIZE);
 }
 
 /** Turns a cursor into its sequence number with the listing's own id parser; a malformed one is a 400. */

@@ -72,7 +72,7 @@ export const PageQuery = {
   ),
   limit: Type.Optional(
     Type.String({
-      pattern: '^[0-9]{1,6}$',
+      pattern: '^[0-9]+$',
       errorMessage: 'must be a positive integer',
       description: 'Page size, default 20, at most 100 (larger values are clamped).',
     }),

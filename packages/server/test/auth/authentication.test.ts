@@ -143,7 +143,7 @@ describe('nonce window', () => {
     const c = await server.newClient();
     expect((await c.api.get('/v2/me', { nonce: '5000' })).status).toBe(200);
     expect((await c.api.get('/v2/me', { nonce: '4990' })).status).toBe(200);
-    const second = await startTestServer({ testDb: server.testDb });
+    const second = await startTestServer({ testDb: server.testDb, dataDir: server.dataDir });
     try {
       const again = createSignedClient(
         second.baseUrl,
