@@ -4,28 +4,30 @@ import { registerClientAdminRoutes } from './admin/clients-routes.ts';
 import { createApiKeyService } from './auth/api-keys.ts';
 import { createAuthenticator } from './auth/authenticate.ts';
 import { createNonceStore } from './auth/nonce-store.ts';
-import { createBeneficiaryDomain } from './beneficiaries/domain.ts';
+import { type BeneficiaryDomain, createBeneficiaryDomain } from './beneficiaries/domain.ts';
 import type { Config } from './config.ts';
 import type { AppContext } from './context.ts';
 import type { Db } from './db/db.ts';
 import type { Domain } from './domain.ts';
-import { createFxDomain } from './fx/domain.ts';
+import { createFxDomain, type FxDomain } from './fx/domain.ts';
 import { createAdminApp } from './http/admin-app.ts';
 import { type PendingRoute, registerPendingRoutes } from './http/pending-routes.ts';
 import { createPublicApp } from './http/public-app.ts';
 import { registerIdentityRoutes } from './identity/routes.ts';
 import { registerMetaRoutes } from './meta/routes.ts';
-import { createPaymentDomain } from './payments/domain.ts';
+import { createPaymentDomain, type PaymentDomain } from './payments/domain.ts';
 import type { SeedHooks } from './sandbox/first-start.ts';
 import { type Clock, systemClock } from './shared/clock.ts';
 import { runWorker } from './shared/run-worker.ts';
 import { SERVICE_VERSION } from './version.ts';
-import { createWebhookDomain } from './webhooks/domain.ts';
+import { createWebhookDomain, type WebhookDomain } from './webhooks/domain.ts';
 
 /** The composition root: every service built once, in dependency order, and wired to the two listeners. */
 
 export interface Composed {
   ctx: AppContext;
+  /** The domains, for the CLI's worker command and for tests that drive services directly. */
+  domains: { webhooks: WebhookDomain; fx: FxDomain; beneficiaries: BeneficiaryDomain; payments: PaymentDomain };
   publicApp: FastifyInstance;
   adminApp: FastifyInstance;
   /** Background loops (delivery, settlement, reconciliation); started by main, stopped on shutdown. */
@@ -101,6 +103,7 @@ export async function compose(options: {
   const loops: Promise<void>[] = [];
   return {
     ctx,
+    domains: { webhooks, fx, beneficiaries, payments },
     publicApp,
     adminApp,
     seedHooks: {
