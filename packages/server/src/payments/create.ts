@@ -46,6 +46,7 @@ export function railReferenceFor(seq: bigint): string {
 
 class DuplicateKey extends Error {}
 class QuoteTaken extends Error {}
+class BeneficiaryArchived extends Error {}
 
 interface Decision {
   state: PaymentState;
@@ -112,6 +113,12 @@ export async function createPayment(
       const now = deps.clock.now();
       const seq = await nextPaymentSeq(q);
       const paymentId = paymentIdOf(seq);
+      if (beneficiaryId !== null) {
+        // Again inside the transaction, share-locked: an archive racing this payment waits for it to commit.
+        const locked = await deps.beneficiaries.resolveForPayment(q, auth.clientId, beneficiaryId);
+        if (locked.kind !== 'ok' || !locked.active) throw new BeneficiaryArchived();
+      }
+
       const decision = await decide();
 
       async function decide(): Promise<Decision> {
@@ -196,6 +203,7 @@ export async function createPayment(
     }
     return { kind: 'created', payment: payment.payment };
   } catch (err) {
+    if (err instanceof BeneficiaryArchived) return fail(404, 'beneficiary not found: it is archived');
     if (err instanceof QuoteTaken || err instanceof DuplicateKey) {
       // A concurrent request with the same key may have committed first: answer as its replay (or conflict).
       const again = await replayOf(deps, auth.clientId, idempotencyKey, fingerprint);
