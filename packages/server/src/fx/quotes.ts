@@ -52,6 +52,32 @@ export const CREATE_QUOTE_STATUS: Record<CreateQuoteResult['kind'], number> = {
   no_room: 409,
 };
 
+export const MISSING_IDEMPOTENCY_KEY_MESSAGE = 'idempotency-key header is required';
+
+export type QuoteInputResult =
+  | { ok: true; key: string; request: QuoteRequest }
+  | { ok: false; kind: 'missing_idempotency_key' | 'invalid'; message: string };
+
+/**
+ * The checks of a quote request that need no database, in the order create applies them: the key, then the
+ * body. Exported so the route can run them before schema validation and keep these messages.
+ */
+export function checkQuoteInput(idempotencyKey: unknown, body: unknown): QuoteInputResult {
+  if (typeof idempotencyKey !== 'string' || idempotencyKey.trim() === '') {
+    return { ok: false, kind: 'missing_idempotency_key', message: MISSING_IDEMPOTENCY_KEY_MESSAGE };
+  }
+  if (idempotencyKey.length > MAX_IDEMPOTENCY_KEY_LENGTH) {
+    return {
+      ok: false,
+      kind: 'invalid',
+      message: `idempotency-key must be at most ${MAX_IDEMPOTENCY_KEY_LENGTH} characters`,
+    };
+  }
+  const parsed = parseQuoteRequest(body);
+  if (!parsed.ok) return { ok: false, kind: 'invalid', message: parsed.message };
+  return { ok: true, key: idempotencyKey, request: parsed.request };
+}
+
 export type ConsumeQuoteResult =
   | { kind: 'ok'; quote: Quote }
   | { kind: 'not_found'; message: string }
@@ -246,22 +272,13 @@ export function createQuoteService(deps: QuoteServiceDeps): QuoteService {
     idempotencyKey: unknown,
     body: unknown,
   ): Promise<CreateQuoteResult> {
-    if (typeof idempotencyKey !== 'string' || idempotencyKey.trim() === '') {
-      return { kind: 'missing_idempotency_key', message: 'idempotency-key header is required' };
-    }
-    if (idempotencyKey.length > MAX_IDEMPOTENCY_KEY_LENGTH) {
-      return {
-        kind: 'invalid',
-        message: `idempotency-key must be at most ${MAX_IDEMPOTENCY_KEY_LENGTH} characters`,
-      };
-    }
-    const parsed = parseQuoteRequest(body);
-    if (!parsed.ok) return { kind: 'invalid', message: parsed.message };
-    const { request } = parsed;
+    const input = checkQuoteInput(idempotencyKey, body);
+    if (!input.ok) return { kind: input.kind, message: input.message };
+    const { request } = input;
     const fingerprint = quoteRequestFingerprint(request);
 
     // Fast path for retries: a replay needs no rate and no lock (a quote replays even after its rate lapsed).
-    const earlier = await findByKey(db, client.id, idempotencyKey);
+    const earlier = await findByKey(db, client.id, input.key);
     if (earlier !== undefined) return replayOrConflict(earlier, fingerprint);
 
     const now = clock.now();
@@ -289,11 +306,11 @@ export function createQuoteService(deps: QuoteServiceDeps): QuoteService {
 
     const priced = { ...amounts, rateId: rate.rate.rateId, rateScaled: rate.rate.rateScaled };
     try {
-      return await insertWithinCeilings(client, idempotencyKey, fingerprint, request, priced, now);
+      return await insertWithinCeilings(client, input.key, fingerprint, request, priced, now);
     } catch (err) {
       // Only reachable if a writer bypasses the client lock; the unique key still decides the winner.
       if (!isUniqueViolation(err, 'quotes_client_idempotency_key')) throw err;
-      const winner = await findByKey(db, client.id, idempotencyKey);
+      const winner = await findByKey(db, client.id, input.key);
       if (winner === undefined) throw err;
       return replayOrConflict(winner, fingerprint);
     }

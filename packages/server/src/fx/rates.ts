@@ -2,7 +2,7 @@ import type { Queryable } from '../db/db.ts';
 import type { Clock } from '../shared/clock.ts';
 import { randomId } from '../shared/ids.ts';
 import { isoTime } from '../shared/money.ts';
-import { formatRate, isKnownCurrency, parseRate } from './arithmetic.ts';
+import { formatRate, isKnownCurrency, parseRate, RATE_SCALE } from './arithmetic.ts';
 import { type PublicRate, QUOTE_CURRENCY, RATE_ORIGINS, type Rate, type RateOrigin } from './model.ts';
 
 export interface PublishRateInput {
@@ -66,7 +66,7 @@ export interface RateServiceDeps {
   clock: Clock;
 }
 
-interface RateRow {
+export interface RateRow {
   rate_id: string;
   base: string;
   rate_scaled: string;
@@ -77,9 +77,9 @@ interface RateRow {
   source: RateOrigin;
 }
 
-const RATE_COLUMNS = 'rate_id, base, rate_scaled, client_id, valid_from, expires_at, created_at, source';
+export const RATE_COLUMNS = 'rate_id, base, rate_scaled, client_id, valid_from, expires_at, created_at, source';
 
-function rateFromRow(row: RateRow): Rate {
+export function rateFromRow(row: RateRow): Rate {
   return {
     rateId: row.rate_id,
     base: row.base,
@@ -136,6 +136,8 @@ export function createRateService(deps: RateServiceDeps): RateService {
     if (!isKnownCurrency(base)) return invalid(`base ${base} is not a supported currency`);
     const parsed = parseRate(input.rate);
     if (!parsed.ok) return invalid(parsed.error.message);
+    // The spec promises clients a rate that is never 1: that is the value of a missing conversion, not a price.
+    if (parsed.scaled === RATE_SCALE) return invalid('rate must not be exactly 1: that is no conversion, not a price');
     if (!RATE_ORIGINS.includes(input.source)) return invalid(`source must be one of ${RATE_ORIGINS.join(', ')}`);
     const validFrom = input.validFrom === undefined || input.validFrom === null ? now : parseInstant(input.validFrom);
     if (validFrom === null) return invalid('validFrom must be an ISO 8601 timestamp with a time zone');

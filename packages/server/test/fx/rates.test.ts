@@ -75,6 +75,7 @@ describe('publish', () => {
     ['zero rate', { rate: '0' }, /greater than 0/],
     ['zero rate with decimals', { rate: '0.000000000000' }, /greater than 0/],
     ['exponent', { rate: '1e3' }, /plain decimal text/],
+    ['rate of exactly 1', { rate: '1.000000' }, /must not be exactly 1/],
     ['13 decimals', { rate: '36.5000000000001' }, /more than 12 decimals/],
     ['number rate', { rate: 36.5 as unknown as string }, /decimal text/],
     ['expiry equal to validFrom', { validFrom: at(MIN), expiresAt: at(MIN) }, /expiresAt must be after validFrom/],
