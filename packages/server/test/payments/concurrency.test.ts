@@ -1,8 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { testKeyPair } from '../support/keys.ts';
 import { expectLedgerSound } from '../support/ledger.ts';
 import { balanceOf, newKey, PM, pay } from '../support/payments.ts';
-import { createSignedClient, NonceCounter } from '../support/signed-client.ts';
 import { startTestServer, type TestServer } from '../support/test-server.ts';
 
 let server: TestServer;
@@ -18,19 +16,8 @@ afterAll(async () => {
 describe('concurrency', () => {
   it('many simultaneous payments from several keys of one client never overdraw it', async () => {
     const c = await server.newClient({ fundMinor: 1_000_000n });
-    // Two more keys on the same client, each with its own nonce sequence.
-    const apis = [c.api];
-    for (const idx of [1, 2]) {
-      const pair = testKeyPair(idx);
-      const k = await server.admin('POST', `/admin/v1/clients/${c.clientId}/keys`, { publicKeyPem: pair.publicPem });
-      await server.admin('PUT', `/admin/v1/keys/${k.body.payload.keyId}/limits`, {
-        limits: [
-          { rail: 'PM', perPaymentMaxMinor: '100000000', dailyMaxMinor: '1000000000' },
-          { rail: 'CCE', perPaymentMaxMinor: '100000000', dailyMaxMinor: '1000000000' },
-        ],
-      });
-      apis.push(createSignedClient(server.baseUrl, k.body.payload.apiKey, pair.privateKey, new NonceCounter()));
-    }
+    // Parallel POSTs need a key each (POST nonces must rise strictly per key): three keys of one client.
+    const apis = [c.api, (await server.addKey(c.clientId, 1)).api, (await server.addKey(c.clientId, 2)).api];
     // 30 payments of 70,000 against 1,000,000: at most 14 can succeed.
     const answers = await Promise.all(
       Array.from({ length: 30 }, (_, i) =>

@@ -58,7 +58,12 @@ describe('idempotency of POST /v2/payments', () => {
   it('concurrent duplicates create exactly one payment', async () => {
     const key = newKey('race');
     const before = await balanceOf(c);
-    const answers = await Promise.all(Array.from({ length: 12 }, () => pay(c, '20000', PM, key)));
+    // One key per request: POST nonces must rise strictly per key, so parallel POSTs of one key could be refused.
+    const keys = [
+      c,
+      ...(await Promise.all([0, 1, 2, 0, 1, 2, 0, 1, 2, 0, 1].map((i) => server.addKey(c.clientId, i)))),
+    ];
+    const answers = await Promise.all(keys.map((k) => pay(k, '20000', PM, key)));
     const statuses = answers.map((a) => a.status).sort();
     expect(statuses.filter((s) => s === 201)).toHaveLength(1);
     expect(statuses.filter((s) => s === 200)).toHaveLength(11);

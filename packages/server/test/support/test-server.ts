@@ -32,6 +32,8 @@ export interface TestServer {
     fundMinor?: bigint;
     keyIndex?: number;
   }): Promise<TestClient>;
+  /** Another key of an existing client (limits on every enabled rail): parallel POSTs need one key each. */
+  addKey(clientId: string, keyIndex: number): Promise<TestClient>;
   stop(): Promise<void>;
 }
 
@@ -106,9 +108,30 @@ export async function startTestServer(
     };
   }
 
+  async function addKey(clientId: string, keyIndex: number): Promise<TestClient> {
+    const pair = testKeyPair(keyIndex);
+    const k = await admin('POST', `/admin/v1/clients/${clientId}/keys`, { publicKeyPem: pair.publicPem });
+    if (k.status !== 201) throw new Error(`key creation failed: ${JSON.stringify(k.body)}`);
+    const { keyId, apiKey } = k.body.payload as { keyId: string; apiKey: string };
+    await admin('PUT', `/admin/v1/keys/${keyId}/limits`, {
+      limits: config.rails.map((rail) => ({
+        rail,
+        perPaymentMaxMinor: '100000000000',
+        dailyMaxMinor: '1000000000000',
+      })),
+    });
+    return {
+      clientId,
+      keyId,
+      apiKey,
+      api: createSignedClient(running.baseUrl, apiKey, pair.privateKey, new NonceCounter()),
+    };
+  }
+
   return {
     running,
     testDb,
+    addKey,
     baseUrl: running.baseUrl,
     adminUrl: running.adminUrl,
     dataDir,
