@@ -7,12 +7,15 @@ import type { Db, Queryable, QueryResult } from './db.ts';
  * transactions are serial and never conflict. It does not fsync: a killed process loses nothing, an OS
  * crash can lose acknowledged writes; hence production refuses it unless explicitly allowed.
  */
-export async function createEmbeddedDb(dir: string | null): Promise<Db> {
+export type EmbeddedDb = Db & { dump(): Promise<Blob> };
+
+export async function createEmbeddedDb(dir: string | null, options: { loadDataDir?: Blob } = {}): Promise<EmbeddedDb> {
   const parsers = {
     [types.INT8]: (v: string) => v,
     [types.NUMERIC]: (v: string) => v,
   };
-  const pglite = dir === null ? new PGlite({ parsers }) : new PGlite(dir, { parsers });
+  const opts = { parsers, ...(options.loadDataDir ? { loadDataDir: options.loadDataDir } : {}) };
+  const pglite = dir === null ? new PGlite(opts) : new PGlite(dir, opts);
   await pglite.waitReady;
 
   const wrap = (q: Pick<PGlite, 'query' | 'exec'>): Queryable => ({
@@ -36,5 +39,7 @@ export async function createEmbeddedDb(dir: string | null): Promise<Db> {
     async close() {
       if (!pglite.closed) await pglite.close();
     },
+    /** A snapshot of the whole database (tests start new databases from a migrated one). */
+    dump: () => pglite.dumpDataDir('none'),
   };
 }

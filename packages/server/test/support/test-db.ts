@@ -38,10 +38,26 @@ export async function createTestDatabaseUrl(): Promise<{ url: string; drop: () =
   };
 }
 
+// Starting PGlite from a snapshot of a migrated database skips initdb and the migrations: several times faster.
+let template: Promise<Blob> | null = null;
+
+async function migratedTemplate(): Promise<Blob> {
+  template ??= (async () => {
+    const db = await createEmbeddedDb(null);
+    await migrate(db);
+    const dump = await db.dump();
+    await db.close();
+    return dump;
+  })();
+  return template;
+}
+
 export async function createTestDb(options: { migrated?: boolean } = {}): Promise<TestDb> {
   if (!usingPostgres()) {
-    const db = await createEmbeddedDb(null);
-    if (options.migrated !== false) await migrate(db);
+    const db =
+      options.migrated === false
+        ? await createEmbeddedDb(null)
+        : await createEmbeddedDb(null, { loadDataDir: await migratedTemplate() });
     return { db, url: null, close: () => db.close() };
   }
   const { url, drop } = await createTestDatabaseUrl();
