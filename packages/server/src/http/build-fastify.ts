@@ -41,6 +41,10 @@ export function buildFastify(logger: Logger, options: { bodyLimit?: number } = {
   }) as unknown as FastifyInstance;
 
   app.decorateRequest('auth', null);
+  // Error bodies are `{ error }` only; the header carries the trace id support asks for on every answer.
+  app.addHook('onSend', async (request, reply) => {
+    void reply.header('x-trace-id', request.id);
+  });
 
   // Bodies stay raw: the signature covers the exact bytes, and JSON is parsed only after it verifies.
   app.removeAllContentTypeParsers();

@@ -28,6 +28,7 @@ describe('authentication order and messages', () => {
     expect(res.status).toBe(200);
     expect(res.body.status).toBe('success');
     expect(typeof res.body.traceId).toBe('string');
+    expect(res.headers.get('x-trace-id')).toBe(res.body.traceId);
   });
 
   it('reports missing headers one at a time, x-api-key first, then x-nonce, then x-signature', async () => {

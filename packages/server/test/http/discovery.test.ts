@@ -51,6 +51,8 @@ describe('public discovery routes', () => {
     const res = await fetch(`${server.baseUrl}/v2/nothing-here`);
     expect(res.status).toBe(404);
     expect(await res.json()).toEqual({ error: 'not found' });
+    // The error body is { error } alone; support's trace id travels in a header.
+    expect(res.headers.get('x-trace-id')).toMatch(/^tr_/);
   });
 
   it('the OpenAPI document declares every route and the required headers', async () => {
