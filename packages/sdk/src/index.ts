@@ -49,7 +49,7 @@ export {
   DEFAULT_BACKOFF,
   shouldRetry,
 } from './retry.ts';
-export type { RequestOptions } from './transport.ts';
+export { describeFailure, type RequestOptions } from './transport.ts';
 export type * from './types.ts';
 export {
   createJwksCache,

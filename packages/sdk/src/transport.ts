@@ -124,7 +124,7 @@ export function createTransport(config: TransportConfig): Transport {
       } catch (err) {
         if (options.signal?.aborted) throw err;
         if (status !== undefined) throw err;
-        const why = timeout.aborted ? `no answer within ${timeoutMs} ms` : String((err as Error)?.message ?? err);
+        const why = timeout.aborted ? `no answer within ${timeoutMs} ms` : describeFailure(err);
         failure = new ConnectionError(`${spec.method} ${target}: ${why}`, { cause: err });
       }
       const outcome = status === undefined ? { connectionError: true } : { status };
@@ -132,6 +132,15 @@ export function createTransport(config: TransportConfig): Transport {
       await delay(backoffMs(attempt, config.backoff), undefined, options.signal ? { signal: options.signal } : {});
     }
   };
+}
+
+/** fetch says only "fetch failed"; the cause's code (ECONNREFUSED, ENOTFOUND, ...) is what a person needs. */
+export function describeFailure(err: unknown): string {
+  const message = String((err as Error)?.message ?? err);
+  const cause = (err as { cause?: { code?: unknown; message?: unknown } })?.cause;
+  const code = typeof cause?.code === 'string' ? cause.code : undefined;
+  if (code !== undefined) return `${message} (${code})`;
+  return typeof cause?.message === 'string' && cause.message !== '' ? `${message} (${cause.message})` : message;
 }
 
 function unwrap<T>(parsed: unknown, status: number): T {

@@ -21,10 +21,16 @@ export interface Payment {
   rail: Rail | (string & {});
   beneficiary: string;
   createdAt: string;
-  /** May appear on failed payments (e.g. invalid_phone_number, insufficient_funds, limit_exceeded). */
-  failureCode?: string | null;
-  beneficiaryId?: string | null;
-  quoteId?: string | null;
+  updatedAt: string;
+  /** Set on failed payments (e.g. invalid_phone_number, insufficient_funds, limit_exceeded); null otherwise. */
+  failureCode: string | null;
+  /** Present when paid by beneficiaryId. */
+  beneficiaryId?: string;
+  /** Present when the payment cited a quote. */
+  quoteId?: string;
+  /** Present when a non-VES balance paid: what was debited, in the balance currency. */
+  sourceAmountMinor?: string;
+  sourceCurrency?: string;
 }
 
 export interface Beneficiary {
@@ -40,10 +46,8 @@ export interface Beneficiary {
   createdAt: string;
 }
 
-export interface ArchivedBeneficiary {
-  id: string;
-  status: 'INACTIVE' | (string & {});
-}
+/** DELETE /v2/beneficiaries/{id} answers with the whole record, now in status INACTIVE. */
+export type ArchivedBeneficiary = Beneficiary;
 
 export interface Rate {
   rateId: string;

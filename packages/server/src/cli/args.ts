@@ -1,0 +1,110 @@
+import { parseArgs } from 'node:util';
+
+/**
+ * Flag parsing for one command, on node:util parseArgs (strict: an unknown flag is a usage error, never ignored,
+ * so a typo such as --amount-minr cannot silently send a payment without the intended amount).
+ */
+
+export interface OptionSpec {
+  type: 'string' | 'boolean';
+  /** Shown in help, e.g. "N" or "URL"; booleans have none. */
+  value?: string;
+  description: string;
+  multiple?: boolean;
+  short?: string;
+}
+
+export type OptionSpecs = Record<string, OptionSpec>;
+
+export type FlagValues = Record<string, string | boolean | string[] | undefined>;
+
+/** Wrong or missing flags and arguments, bad local configuration: exit status 2, nothing was sent. */
+export class UsageError extends Error {
+  constructor(
+    message: string,
+    /** The command whose usage line to show, when one applies. */
+    readonly command?: string,
+  ) {
+    super(message);
+    this.name = 'UsageError';
+  }
+}
+
+export function parseFlags(
+  args: readonly string[],
+  specs: OptionSpecs,
+  command?: string,
+): { values: FlagValues; positionals: string[] } {
+  const options: Record<string, { type: 'string' | 'boolean'; multiple?: boolean; short?: string }> = {};
+  for (const [name, spec] of Object.entries(specs)) {
+    options[name] = {
+      type: spec.type,
+      ...(spec.multiple ? { multiple: true } : {}),
+      ...(spec.short ? { short: spec.short } : {}),
+    };
+  }
+  try {
+    const parsed = parseArgs({ args: [...args], options, allowPositionals: true, strict: true });
+    return { values: { ...parsed.values } as FlagValues, positionals: parsed.positionals };
+  } catch (err) {
+    const code = (err as { code?: unknown }).code;
+    if (typeof code !== 'string' || !code.startsWith('ERR_PARSE_ARGS')) throw err;
+    const message = (err as Error).message;
+    const unknown = /^Unknown option '([^']+)'/.exec(message);
+    // node's own text goes on about positionals starting with '-', which misleads more than it helps here.
+    throw new UsageError(unknown ? `unknown flag ${unknown[1]}` : message.split('. ')[0]!, command);
+  }
+}
+
+/** Accessors that turn parsed flags into checked values. */
+export interface Flags {
+  string(name: string): string | undefined;
+  required(name: string): string;
+  boolean(name: string): boolean;
+  list(name: string): string[];
+  /** A non-negative integer flag, e.g. --limit. */
+  integer(name: string): number | undefined;
+}
+
+export function flagsOf(values: FlagValues, command: string): Flags {
+  const string = (name: string): string | undefined => {
+    const value = values[name];
+    return typeof value === 'string' ? value : undefined;
+  };
+  return {
+    string,
+    required(name) {
+      const value = string(name);
+      if (value === undefined || value === '') throw new UsageError(`--${name} is required`, command);
+      return value;
+    },
+    boolean: (name) => values[name] === true,
+    list(name) {
+      const value = values[name];
+      return Array.isArray(value) ? value : typeof value === 'string' ? [value] : [];
+    },
+    integer(name) {
+      const value = string(name);
+      if (value === undefined) return undefined;
+      if (!/^\d{1,9}$/.test(value)) throw new UsageError(`--${name} must be a whole number, got "${value}"`, command);
+      return Number(value);
+    },
+  };
+}
+
+/** Exactly the named positional arguments, in order. */
+export function takePositionals(positionals: readonly string[], names: readonly string[], command: string): string[] {
+  if (positionals.length < names.length) {
+    throw new UsageError(
+      `missing ${names
+        .slice(positionals.length)
+        .map((n) => `<${n}>`)
+        .join(' ')}`,
+      command,
+    );
+  }
+  if (positionals.length > names.length) {
+    throw new UsageError(`unexpected argument "${positionals[names.length]}"`, command);
+  }
+  return [...positionals];
+}
