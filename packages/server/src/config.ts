@@ -40,6 +40,8 @@ export interface Config {
   quoteMinTargetMinor: bigint;
   unknownBudgetSeconds: number;
   reconcileIntervalMs: number;
+  /** How long a payment may stay `processing` after it was handed to its rail before it is presumed interrupted. */
+  dispatchTimeoutMs: number;
   sandboxSettleMs: number;
   webhookRetryBaseMs: number;
   webhookMaxAttempts: number;
@@ -227,6 +229,7 @@ export function loadConfig(env: Env = process.env): Config {
     unknownBudgetSeconds: integer(env, 'DISPERSA_UNKNOWN_BUDGET_SECONDS', 900, 1, 30 * 86_400),
     reconcileIntervalMs: integer(env, 'DISPERSA_RECONCILE_INTERVAL_MS', 5000, 10, 86_400_000),
     sandboxSettleMs: integer(env, 'DISPERSA_SANDBOX_SETTLE_MS', 2000, 0, 86_400_000),
+    dispatchTimeoutMs: integer(env, 'DISPERSA_DISPATCH_TIMEOUT_MS', 30_000, 1_000, 3_600_000),
     webhookRetryBaseMs: integer(env, 'DISPERSA_WEBHOOK_RETRY_BASE_MS', 1000, 1, 3_600_000),
     webhookMaxAttempts: integer(env, 'DISPERSA_WEBHOOK_MAX_ATTEMPTS', 12, 1, 100),
     webhookAllowInsecure,

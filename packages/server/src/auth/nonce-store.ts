@@ -26,16 +26,25 @@ interface Pending {
 }
 
 const MAX_BATCH = 512;
+/**
+ * Independent flush queues. A key always maps to the same lane, so its nonces are applied in arrival order; the
+ * lanes flush in parallel so that PostgreSQL can group their commits instead of one flush waiting for the last.
+ */
+const LANES = 4;
+
+function laneOf(keyId: string): number {
+  let h = 0;
+  for (let i = 0; i < keyId.length; i++) h = (h * 31 + keyId.charCodeAt(i)) | 0;
+  return Math.abs(h) % LANES;
+}
 
 export function createNonceStore({ db }: { db: Db }): NonceStore {
-  let queue: Pending[] = [];
-  let flushing = false;
+  const lanes = Array.from({ length: LANES }, () => ({ queue: [] as Pending[], flushing: false }));
 
-  async function flush(): Promise<void> {
-    flushing = true;
-    while (queue.length > 0) {
-      const batch = queue.slice(0, MAX_BATCH);
-      queue = queue.slice(batch.length);
+  async function flush(lane: { queue: Pending[]; flushing: boolean }): Promise<void> {
+    while (lane.queue.length > 0) {
+      const batch = lane.queue.slice(0, MAX_BATCH);
+      lane.queue = lane.queue.slice(batch.length);
       try {
         const { rows } = await db.query<{ pos: number; verdict: NonceVerdict }>(
           'SELECT pos, verdict FROM consume_nonces($1::text[], $2::numeric[], $3::boolean[])',
@@ -46,18 +55,19 @@ export function createNonceStore({ db }: { db: Db }): NonceStore {
         for (const p of batch) p.reject(err);
       }
     }
-    flushing = false;
+    lane.flushing = false;
   }
 
   return {
     consume(keyId, nonce, strict) {
       if (!NONCE_FORMAT.test(nonce)) return Promise.resolve('replay');
       return new Promise<NonceVerdict>((resolve, reject) => {
-        queue.push({ keyId, nonce, strict, resolve, reject });
-        if (!flushing) {
-          flushing = true;
+        const lane = lanes[laneOf(keyId)]!;
+        lane.queue.push({ keyId, nonce, strict, resolve, reject });
+        if (!lane.flushing) {
+          lane.flushing = true;
           // setImmediate lets requests that arrive in the same turn share the first flush too.
-          setImmediate(() => void flush());
+          setImmediate(() => void flush(lane));
         }
       });
     },

@@ -18,7 +18,7 @@ function wrap(client: pg.Pool | pg.PoolClient): Queryable {
 }
 
 export function createPostgresDb(url: string, options: { max?: number } = {}): Db {
-  const pool = new pg.Pool({ connectionString: url, max: options.max ?? 20 });
+  const pool = new pg.Pool({ connectionString: url, max: options.max ?? 32 });
   // An idle client losing its connection must not crash the process; the pool replaces it.
   pool.on('error', () => {});
   const base = wrap(pool);

@@ -2,7 +2,7 @@ import type { Queryable } from '../db/db.ts';
 
 /**
  * The ledger's invariants, checked from the journal itself: every entry balances per currency, every cached
- * account total equals the sum of its postings, every cached hold total equals the sum of its open holds, and no
+ * client balance equals the sum of its postings (the service's own accounts are not cached), every cached hold total equals the sum of its open holds, and no
  * client's available balance is negative. Returns the violations (empty when the ledger is sound).
  */
 export async function ledgerViolations(q: Queryable): Promise<string[]> {
@@ -19,6 +19,7 @@ export async function ledgerViolations(q: Queryable): Promise<string[]> {
   const cached = await q.query<{ id: string; posted: string; actual: string }>(
     `SELECT a.id, a.posted_minor::text AS posted, coalesce(sum(p.amount_minor), 0)::text AS actual
      FROM ledger_accounts a LEFT JOIN postings p ON p.account_id = a.id
+     WHERE a.kind = 'client_balance'
      GROUP BY a.id, a.posted_minor HAVING a.posted_minor <> coalesce(sum(p.amount_minor), 0)`,
   );
   for (const r of cached.rows) out.push(`account ${r.id} caches ${r.posted} but postings sum to ${r.actual}`);

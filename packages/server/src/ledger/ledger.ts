@@ -45,8 +45,13 @@ export async function postEntry(q: Queryable, entry: EntryInput): Promise<boolea
   );
   const entryId = inserted.rows[0]?.id;
   if (entryId === undefined) return false;
+  // Only client balances cache their total (the CHECK on the available balance needs it). The service's own
+  // accounts (bank, FX position) are one row each for every payment of every client: updating them here would
+  // serialise all bookings behind one row lock, so their balance is derived from the postings (houseBalance).
   const byAccount = new Map<string, bigint>();
-  for (const p of entry.postings) byAccount.set(p.accountId, (byAccount.get(p.accountId) ?? 0n) + p.amountMinor);
+  for (const p of entry.postings) {
+    if (isClientAccount(p.accountId)) byAccount.set(p.accountId, (byAccount.get(p.accountId) ?? 0n) + p.amountMinor);
+  }
   for (const accountId of [...byAccount.keys()].sort()) {
     await q.query('UPDATE ledger_accounts SET posted_minor = posted_minor + $2 WHERE id = $1', [
       accountId,
@@ -66,6 +71,17 @@ export async function postEntry(q: Queryable, entry: EntryInput): Promise<boolea
   return true;
 }
 
+const isClientAccount = (accountId: string): boolean => accountId.startsWith('client:');
+
+/** Balance of one of the service's own accounts (bank, FX position): the sum of its postings. */
+export async function houseBalance(q: Queryable, accountId: string): Promise<bigint> {
+  const { rows } = await q.query<{ total: string }>(
+    'SELECT coalesce(sum(amount_minor), 0)::text AS total FROM postings WHERE account_id = $1',
+    [accountId],
+  );
+  return minorFromDb(rows[0]!.total);
+}
+
 export async function ensureClientAccount(q: Queryable, clientId: string, currency: string): Promise<string> {
   return ensureAccount(q, { kind: 'client_balance', clientId, currency });
 }
@@ -75,7 +91,8 @@ export async function placeHold(
   q: Queryable,
   input: { clientId: string; currency: string; paymentId: string; amountMinor: bigint },
 ): Promise<'ok' | 'insufficient'> {
-  const accountId = await ensureClientAccount(q, input.clientId, input.currency);
+  // No account row yet means nothing was ever funded: the UPDATE matches nothing and the answer is insufficient.
+  const accountId = clientAccountId(input.clientId, input.currency);
   const { rowCount } = await q.query(
     `UPDATE ledger_accounts SET held_minor = held_minor + $2
      WHERE id = $1 AND -posted_minor - held_minor >= $2`,
@@ -136,15 +153,12 @@ export async function settlePayout(
   if (input.sourceCurrency === 'VES') {
     postings.push({ accountId: client, currency: 'VES', amountMinor: source });
   } else {
-    await ensureAccount(q, { kind: 'fx_position', currency: input.sourceCurrency });
-    await ensureAccount(q, { kind: 'fx_position', currency: 'VES' });
     postings.push(
       { accountId: client, currency: input.sourceCurrency, amountMinor: source },
       { accountId: fxAccountId(input.sourceCurrency), currency: input.sourceCurrency, amountMinor: -source },
       { accountId: fxAccountId('VES'), currency: 'VES', amountMinor: input.targetMinor },
     );
   }
-  await ensureAccount(q, { kind: 'bank', currency: 'VES' });
   postings.push({ accountId: bankAccountId('VES'), currency: 'VES', amountMinor: -input.targetMinor });
   const booked = await postEntry(q, {
     kind: 'payout',
@@ -163,6 +177,8 @@ export async function bookFunding(
 ): Promise<void> {
   const client = await ensureClientAccount(q, input.clientId, input.currency);
   const bank = await ensureAccount(q, { kind: 'bank', currency: input.currency });
+  // The accounts a payout from this currency passes through exist before any payout needs them.
+  await ensureAccount(q, { kind: 'fx_position', currency: input.currency });
   await postEntry(q, {
     kind: 'funding',
     entryRef: `funding:${input.fundingId}`,
@@ -183,4 +199,45 @@ export async function availableBalance(q: Queryable, clientId: string, currency:
   const row = rows[0];
   if (!row) return 0n;
   return -minorFromDb(row.posted_minor) - minorFromDb(row.held_minor);
+}
+
+/**
+ * Added for reconciliation (issue 7), used only by `reverseCompletedPayment` in payments/lifecycle.ts: the bank
+ * returned the money of a completed payout (a clearing-house return), so the payout entry is undone by its
+ * mirror image. The client is credited back exactly the source amount it paid (read from the posted hold, so a
+ * conversion is undone at the rate it was made), the bank account receives the VES back, and a conversion
+ * passes back through the FX position of each currency. Idempotent (one reversal per payment); false when the
+ * payment has no booked payout or was reversed already.
+ */
+export async function reversePayout(
+  q: Queryable,
+  input: { paymentId: string; clientId: string; sourceCurrency: string; targetMinor: bigint },
+): Promise<boolean> {
+  const { rows } = await q.query<{ amount_minor: string }>(
+    `SELECT h.amount_minor FROM holds h
+     WHERE h.payment_id = $1 AND h.status = 'posted'
+       AND EXISTS (SELECT 1 FROM journal_entries e WHERE e.entry_ref = $2)`,
+    [input.paymentId, `payout:${input.paymentId}`],
+  );
+  const row = rows[0];
+  if (row === undefined) return false;
+  const source = minorFromDb(row.amount_minor);
+  const client = clientAccountId(input.clientId, input.sourceCurrency);
+  const postings: Posting[] = [];
+  if (input.sourceCurrency === 'VES') {
+    postings.push({ accountId: client, currency: 'VES', amountMinor: -source });
+  } else {
+    postings.push(
+      { accountId: client, currency: input.sourceCurrency, amountMinor: -source },
+      { accountId: fxAccountId(input.sourceCurrency), currency: input.sourceCurrency, amountMinor: source },
+      { accountId: fxAccountId('VES'), currency: 'VES', amountMinor: -input.targetMinor },
+    );
+  }
+  postings.push({ accountId: bankAccountId('VES'), currency: 'VES', amountMinor: input.targetMinor });
+  return postEntry(q, {
+    kind: 'payout_reversal',
+    entryRef: `reversal:${input.paymentId}`,
+    paymentId: input.paymentId,
+    postings,
+  });
 }

@@ -7,14 +7,20 @@ import { sourceForPayment } from '../fx/convert.ts';
 import type { QuoteService } from '../fx/quotes.ts';
 import type { RateService } from '../fx/rates.ts';
 import { noRateMessage } from '../fx/rates.ts';
-import { placeHold } from '../ledger/ledger.ts';
+import { placeHold, releaseHold } from '../ledger/ledger.ts';
 import type { Clock } from '../shared/clock.ts';
 import { recordPaymentEvent } from './events.ts';
 import { paymentFingerprint } from './fingerprint.ts';
 import type { PaymentState, SubStatus } from './model.ts';
 import { findByIdempotencyKey, insertPayment, nextPaymentSeq, type Payment, paymentIdOf } from './repository.ts';
 import { parsePaymentRequest } from './request.ts';
-import { checkLimits, type RuleViolation, VIOLATION_MESSAGE } from './rules.ts';
+import {
+  checkLimits,
+  type RuleViolation,
+  returnDailyAllowance,
+  takeDailyAllowance,
+  VIOLATION_MESSAGE,
+} from './rules.ts';
 
 /**
  * POST /v2/payments up to the point where funds are held: validation, destination, idempotency, quote or rate,
@@ -140,25 +146,14 @@ export async function createPayment(
         }
         if (destination.rail === 'CCE' && destination.beneficiaryName === null)
           return rejectedByUs('beneficiary_incomplete');
-        const limit = await checkLimits(q, {
+        const limits = await checkLimits(q, {
           keyId: auth.keyId,
           rail: destination.rail,
           amountMinor: request.amountMinor,
-          now,
           serviceLimits: deps.config.serviceLimits,
         });
-        if (limit !== null) return violated(limit);
+        if (limits.violation !== null) return violated(limits.violation);
         if (quoteExpired) return violated('quote_expired');
-        if (request.quoteId !== null) {
-          const consumed = await deps.quotes.consume(q, {
-            quoteId: request.quoteId,
-            clientId: auth.clientId,
-            paymentId,
-            at: now,
-          });
-          if (consumed.kind === 'expired') return violated('quote_expired');
-          if (consumed.kind !== 'ok') throw new QuoteTaken(consumed.message);
-        }
         const held = await placeHold(q, {
           clientId: auth.clientId,
           currency: auth.clientCurrency,
@@ -166,6 +161,37 @@ export async function createPayment(
           amountMinor: sourceAmountMinor,
         });
         if (held === 'insufficient') return violated('insufficient_balance');
+        const allowed = await takeDailyAllowance(q, {
+          keyId: auth.keyId,
+          rail: destination.rail,
+          at: now,
+          amountMinor: request.amountMinor,
+          dailyMaxMinor: limits.dailyMaxMinor,
+        });
+        if (!allowed) {
+          await releaseHold(q, paymentId);
+          return violated('daily_limit_exceeded');
+        }
+        // Last: only a payment that goes to its rail uses up the quote.
+        if (request.quoteId !== null) {
+          const consumed = await deps.quotes.consume(q, {
+            quoteId: request.quoteId,
+            clientId: auth.clientId,
+            paymentId,
+            at: now,
+          });
+          if (consumed.kind === 'expired') {
+            await releaseHold(q, paymentId);
+            await returnDailyAllowance(q, {
+              keyId: auth.keyId,
+              rail: destination.rail,
+              madeAt: now,
+              amountMinor: request.amountMinor,
+            });
+            return violated('quote_expired');
+          }
+          if (consumed.kind !== 'ok') throw new QuoteTaken(consumed.message);
+        }
         return { state: 'processing', subStatus: 'reserved', failureCode: null, violation: null };
       }
 

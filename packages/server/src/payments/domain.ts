@@ -23,9 +23,6 @@ export interface PaymentDomain extends Domain {
   fundForSeed(clientId: string, amountMinor: bigint, reference: string): Promise<void>;
 }
 
-/** How long a payment may stay `processing` after it was handed to the rail before it is presumed interrupted. */
-const DISPATCH_TIMEOUT_FLOOR_MS = 30_000;
-
 export async function createPaymentDomain(
   ctx: AppContext,
   deps: { fx: FxDomain; beneficiaries: BeneficiaryDomain },
@@ -56,7 +53,8 @@ export async function createPaymentDomain(
     clock: ctx.clock,
     rail: rails.rail,
     requeryAfterMs: ctx.config.reconcileIntervalMs,
-    dispatchTimeoutMs: Math.max(DISPATCH_TIMEOUT_FLOOR_MS, 2 * (ctx.config.bankGateway?.timeoutMs ?? 0)),
+    // Never shorter than twice a gateway call: a slow answer must not be mistaken for a dead process.
+    dispatchTimeoutMs: Math.max(ctx.config.dispatchTimeoutMs, 2 * (ctx.config.bankGateway?.timeoutMs ?? 0)),
   });
   const idleMs = Math.max(50, Math.min(1000, Math.floor(ctx.config.reconcileIntervalMs / 2)));
 

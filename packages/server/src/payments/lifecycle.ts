@@ -1,9 +1,10 @@
 import type { Queryable } from '../db/db.ts';
-import { releaseHold, settlePayout } from '../ledger/ledger.ts';
+import { releaseHold, reversePayout, settlePayout } from '../ledger/ledger.ts';
 import type { Clock } from '../shared/clock.ts';
 import { recordPaymentEvent } from './events.ts';
 import type { PaymentState, SubStatus } from './model.ts';
 import { findPayment, type Payment, updateStatus } from './repository.ts';
+import { returnDailyAllowance } from './rules.ts';
 
 /**
  * The payment state machine: one table of allowed moves, and one function every move goes through. The move
@@ -88,6 +89,12 @@ export async function transition(
     });
   } else if (to.state === 'failed') {
     await releaseHold(q, current.id);
+    await returnDailyAllowance(q, {
+      keyId: current.keyId,
+      rail: current.rail,
+      madeAt: current.createdAt,
+      amountMinor: current.amountMinor,
+    });
   }
   const now = clock.now();
   const updated = await updateStatus(q, current.id, {
@@ -100,5 +107,40 @@ export async function transition(
   if (to.state === 'completed' || to.state === 'failed' || to.state === 'unknown') {
     await recordPaymentEvent(q, clock, updated, current.state);
   }
+  return { kind: 'moved', payment: updated, previous: current };
+}
+
+/**
+ * Added for reconciliation (issue 7), and used only by it: the bank returned the money of a completed payout (a
+ * clearing-house return seen on the statement after the debit was matched). completed is otherwise terminal;
+ * this is the one move out of it, completed → failed (declined, with `failureCode`, e.g. `returned`), booked by
+ * ledger.reversePayout (the client is credited back exactly what it paid) with its event, like any transition.
+ * Re-entrant: a payment already failed is `unchanged`; any other state is `not_allowed`.
+ */
+export async function reverseCompletedPayment(
+  q: Queryable,
+  clock: Clock,
+  paymentId: string,
+  failureCode: string,
+): Promise<TransitionResult> {
+  const current = await findPayment(q, paymentId, { forUpdate: true });
+  if (current === null) return { kind: 'not_found' };
+  if (current.state === 'failed') return { kind: 'unchanged', payment: current };
+  if (current.state !== 'completed') return { kind: 'not_allowed', payment: current };
+  const reversed = await reversePayout(q, {
+    paymentId: current.id,
+    clientId: current.clientId,
+    sourceCurrency: current.sourceCurrency,
+    targetMinor: current.amountMinor,
+  });
+  if (!reversed) throw new Error(`payment ${current.id} is completed but has no payout to reverse`);
+  const updated = await updateStatus(q, current.id, {
+    state: 'failed',
+    subStatus: 'declined',
+    failureCode,
+    unknownSince: null,
+    now: clock.now(),
+  });
+  await recordPaymentEvent(q, clock, updated, current.state);
   return { kind: 'moved', payment: updated, previous: current };
 }

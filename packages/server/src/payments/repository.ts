@@ -282,13 +282,3 @@ export async function listPayments(q: Queryable, f: ListFilter): Promise<{ items
   const items = rows.slice(0, f.limit).map(paymentFromRow);
   return { items, hasMore: rows.length > f.limit };
 }
-
-/** Sum of today's (UTC) payments of a key on a rail that still count against its daily limit. */
-export async function dailyTotal(q: Queryable, keyId: string, rail: RailCode, dayStart: Date): Promise<bigint> {
-  const { rows } = await q.query<{ total: string }>(
-    `SELECT coalesce(sum(amount_minor), 0)::text AS total FROM payments
-     WHERE key_id = $1 AND rail = $2 AND created_at >= $3 AND state <> 'failed'`,
-    [keyId, rail, dayStart],
-  );
-  return minorFromDb(rows[0]!.total);
-}

@@ -1,4 +1,4 @@
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { expectLedgerSound } from '../support/ledger.ts';
 import { balanceOf, CCE, CCE_SAME_BANK, PM, pay, waitForPayment } from '../support/payments.ts';
 import { startTestServer, type TestClient, type TestServer } from '../support/test-server.ts';
@@ -16,6 +16,10 @@ beforeAll(async () => {
       DISPERSA_UNKNOWN_BUDGET_SECONDS: '3600',
     },
   });
+});
+// A client per test: reconciliation finishes earlier unknown payments in the background, which would move a shared
+// client's balance between a test's two readings.
+beforeEach(async () => {
   c = await server.newClient({ fundMinor: FUND });
 });
 afterAll(async () => {
