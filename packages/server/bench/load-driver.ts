@@ -1,0 +1,192 @@
+import { createRequire } from 'node:module';
+import { Worker } from 'node:worker_threads';
+import type { DriverMessage } from './load.ts';
+import type { LoadJob, LoadResult } from './load-job.ts';
+import { requestOf } from './load-job.ts';
+import type { SignWork } from './sign-worker.ts';
+import { privateKeyOf, signatureOf } from './signing.ts';
+
+/**
+ * The load generator, run as its own process (forked by load.ts) so that it never shares a CPU thread with the
+ * server. It receives one LoadJob over IPC, pre-signs a pool of requests in worker threads, drives autocannon,
+ * and sends back a LoadResult.
+ *
+ * Nonces: POST needs a nonce strictly above the key's mark, so two requests of one key must never be in flight
+ * at once (the later could overtake the earlier and turn it into a replay). Each request therefore takes a
+ * lane (a key) that has nothing in flight, and gives it back when its answer arrives; with at least as many
+ * lanes as connections a lane is always free.
+ */
+
+// autocannon ships no type declarations; this is the part used here.
+interface AutocannonRequest {
+  setupRequest?: (req: Record<string, unknown>, context: Record<string, unknown>) => Record<string, unknown> | null;
+  onResponse?: (status: number, body: string, context: Record<string, unknown>) => void;
+}
+interface AutocannonResult {
+  duration: number;
+  requests: { total: number; average: number };
+  latency: { p50: number; p90: number; p99: number; max: number; average: number };
+  non2xx: number;
+  errors: number;
+  timeouts: number;
+  statusCodeStats: Record<string, { count: number }>;
+}
+type Autocannon = (opts: Record<string, unknown>) => Promise<AutocannonResult>;
+const autocannon = createRequire(import.meta.url)('autocannon') as Autocannon;
+
+// A worker thread does not inherit the tsx loader of `--import tsx`: the bootstrap registers it, then loads the
+// TypeScript worker module.
+const BOOT = `const { workerData } = require('node:worker_threads');
+import(workerData.boot.tsx).then((tsx) => { tsx.register(); return import(workerData.boot.entry); });`;
+const BOOT_PATHS = {
+  tsx: import.meta.resolve('tsx/esm/api'),
+  entry: new URL('./sign-worker.ts', import.meta.url).href,
+};
+
+async function presign(job: LoadJob, perLane: number): Promise<string[][]> {
+  const signatures: string[][] = job.lanes.map(() => []);
+  if (perLane === 0) return signatures;
+  const threads = Math.max(1, Math.min(job.signThreads, job.lanes.length));
+  const shares: number[][] = Array.from({ length: threads }, () => []);
+  for (let lane = 0; lane < job.lanes.length; lane++) shares[lane % threads]!.push(lane);
+  const { runTag, scenario, lanes } = job;
+  await Promise.all(
+    shares.map(
+      (share) =>
+        new Promise<void>((resolve, reject) => {
+          const work: SignWork = {
+            job: { runTag, scenario, lanes },
+            lanes: share,
+            perLane,
+            deadline: Date.now() + job.presignSeconds * 1000,
+          };
+          const worker = new Worker(BOOT, { eval: true, workerData: { ...work, boot: BOOT_PATHS } });
+          worker.once('message', (out: { lane: number; signatures: string[] }[]) => {
+            for (const o of out) signatures[o.lane] = o.signatures;
+            resolve();
+          });
+          worker.once('error', reject);
+          worker.once('exit', (code) => {
+            if (code !== 0) reject(new Error(`sign worker exited with ${code}`));
+          });
+        }),
+    ),
+  );
+  return signatures;
+}
+
+async function run(job: LoadJob): Promise<LoadResult> {
+  const perLane = Math.ceil(job.poolSize / job.lanes.length);
+  const t0 = performance.now();
+  const pool = await presign(job, perLane);
+  const presignMs = performance.now() - t0;
+
+  const keys = job.lanes.map((l) => privateKeyOf(l.privatePem));
+  const next = job.lanes.map(() => 0);
+  const free: number[] = job.lanes.map((_, i) => i);
+  const busySince = new Map<number, number>();
+  let signedInLoop = 0;
+  let laneSteals = 0;
+  const statusCounts: Record<string, number> = {};
+  const failureSamples: string[] = [];
+
+  const takeLane = (): number => {
+    const lane = free.shift();
+    if (lane !== undefined) return lane;
+    // Only after a lost answer (timeout, reset): reuse the lane busy for longest.
+    laneSteals++;
+    let oldest = 0;
+    let since = Number.POSITIVE_INFINITY;
+    for (const [l, t] of busySince) {
+      if (t < since) {
+        since = t;
+        oldest = l;
+      }
+    }
+    return oldest;
+  };
+
+  const request: AutocannonRequest = {
+    setupRequest(req, context) {
+      const lane = takeLane();
+      busySince.set(lane, performance.now());
+      context['lane'] = lane;
+      const i = next[lane]!++;
+      const input = requestOf(job, lane, i);
+      let signature = pool[lane]![i];
+      if (signature === undefined) {
+        signedInLoop++;
+        signature = signatureOf(input, keys[lane]!);
+      }
+      const headers: Record<string, string> = {
+        'x-api-key': input.apiKey,
+        'x-nonce': input.nonce,
+        'x-signature': signature,
+      };
+      if (input.idempotencyKey !== undefined) headers['idempotency-key'] = input.idempotencyKey;
+      if (input.body !== '') headers['content-type'] = 'application/json';
+      req['method'] = input.method;
+      req['path'] = input.target;
+      req['headers'] = headers;
+      req['body'] = input.body;
+      return req;
+    },
+    onResponse(status, body, context) {
+      const lane = context['lane'] as number | undefined;
+      if (lane !== undefined && busySince.delete(lane)) free.push(lane);
+      const key = String(status);
+      statusCounts[key] = (statusCounts[key] ?? 0) + 1;
+      if ((status < 200 || status > 299) && failureSamples.length < 5) {
+        failureSamples.push(`${status} ${body.slice(0, 200)}`);
+      }
+    },
+  };
+
+  const url = new URL(job.baseUrl);
+  process.send!({ kind: 'started' } satisfies DriverMessage);
+  const cpuBefore = process.cpuUsage();
+  const result = await autocannon({
+    url: `${url.origin}/`,
+    connections: job.connections,
+    pipelining: 1,
+    duration: job.seconds,
+    timeout: 10,
+    requests: [request],
+  });
+  const cpu = process.cpuUsage(cpuBefore);
+
+  return {
+    scenario: job.scenario,
+    connections: job.connections,
+    durationSeconds: result.duration,
+    requests: result.requests.total,
+    rps: result.duration > 0 ? Math.round(result.requests.total / result.duration) : 0,
+    latencyMs: {
+      p50: result.latency.p50,
+      p90: result.latency.p90,
+      p99: result.latency.p99,
+      max: result.latency.max,
+      mean: Math.round(result.latency.average * 100) / 100,
+    },
+    non2xx: result.non2xx,
+    errors: result.errors,
+    timeouts: result.timeouts,
+    statusCounts,
+    failureSamples,
+    preSigned: pool.reduce((a, p) => a + p.length, 0),
+    signedInLoop,
+    presignMs: Math.round(presignMs),
+    laneSteals,
+    driverCpuPercent: result.duration > 0 ? Math.round((cpu.user + cpu.system) / 10_000 / result.duration) : 0,
+  };
+}
+
+process.once('message', (job: LoadJob) => {
+  run(job).then(
+    (result) => process.send!({ kind: 'done', ok: true, result } satisfies DriverMessage, () => process.exit(0)),
+    (err: unknown) => {
+      const error = err instanceof Error ? (err.stack ?? err.message) : String(err);
+      process.send!({ kind: 'done', ok: false, error } satisfies DriverMessage, () => process.exit(1));
+    },
+  );
+});

@@ -1,0 +1,81 @@
+import { completedPaymentBody } from './seed.ts';
+import type { SignInput } from './signing.ts';
+
+/**
+ * What the parent asks the load driver (a separate process) to do, and what it reports back.
+ *
+ * A lane is one API key. Every request of a lane is fully determined by (job, lane, index): nonce, idempotency
+ * key, body and target. So requests can be signed ahead in worker threads (only signatures travel back) and,
+ * when the pre-signed pool runs dry, the driver signs the very same request in the loop.
+ */
+
+export type Scenario = 'create-payment' | 'get-payment';
+
+export interface Lane {
+  apiKey: string;
+  privatePem: string;
+  /** Decimal; request i of this lane carries nonce nonceStart + i. */
+  nonceStart: string;
+  /** get-payment: the payments this lane reads, in turn. */
+  paymentIds: string[];
+}
+
+export interface LoadJob {
+  baseUrl: string;
+  scenario: Scenario;
+  /** Unique per run: part of every idempotency key. */
+  runTag: string;
+  lanes: Lane[];
+  connections: number;
+  seconds: number;
+  /** Requests signed before the timed run, over all lanes. */
+  poolSize: number;
+  /** Pre-signing stops after this long, whatever the pool size (the rest is signed in the loop). */
+  presignSeconds: number;
+  /** Worker threads that pre-sign. */
+  signThreads: number;
+}
+
+export interface LoadResult {
+  scenario: Scenario;
+  connections: number;
+  durationSeconds: number;
+  /** Responses received. */
+  requests: number;
+  /** Responses per second over the run. */
+  rps: number;
+  latencyMs: { p50: number; p90: number; p99: number; max: number; mean: number };
+  non2xx: number;
+  errors: number;
+  timeouts: number;
+  statusCounts: Record<string, number>;
+  /** First few non-2xx answers, to say why. */
+  failureSamples: string[];
+  /** Requests pre-signed (fewer than the pool size when pre-signing hit its time limit). */
+  preSigned: number;
+  /** Requests that had to be signed during the timed run (the pool ran dry). */
+  signedInLoop: number;
+  presignMs: number;
+  /** CPU the load generator itself used during the timed run, in % of one core. */
+  driverCpuPercent: number;
+  /** Times no lane was free and a busy one was reused (a nonce race; should stay 0). */
+  laneSteals: number;
+}
+
+export function requestOf(job: Pick<LoadJob, 'scenario' | 'runTag' | 'lanes'>, lane: number, i: number): SignInput {
+  const l = job.lanes[lane]!;
+  const nonce = (BigInt(l.nonceStart) + BigInt(i)).toString();
+  if (job.scenario === 'create-payment') {
+    return {
+      method: 'POST',
+      target: '/v2/payments',
+      apiKey: l.apiKey,
+      idempotencyKey: `bench-${job.runTag}-${lane}-${i}`,
+      body: JSON.stringify(completedPaymentBody(lane * 31 + i)),
+      nonce,
+    };
+  }
+  const id = l.paymentIds[i % l.paymentIds.length];
+  if (id === undefined) throw new Error(`lane ${lane} has no payment to read`);
+  return { method: 'GET', target: `/v2/payments/${id}`, apiKey: l.apiKey, body: '', nonce };
+}

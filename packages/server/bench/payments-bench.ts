@@ -1,0 +1,291 @@
+import { randomBytes } from 'node:crypto';
+import { mkdtemp, rm } from 'node:fs/promises';
+import os, { tmpdir } from 'node:os';
+import path from 'node:path';
+import pg from 'pg';
+import { createBenchDatabase } from './database.ts';
+import { runLoad } from './load.ts';
+import type { Lane, LoadResult, Scenario } from './load-job.ts';
+import { type BenchKey, completedPaymentBody, seedClients } from './seed.ts';
+import { cpuSecondsOfAll, type ServerProcess, startServerProcess } from './server-process.ts';
+import { createAdminCaller, createSignedCaller, payloadOf } from './signing.ts';
+
+/**
+ * The payments benchmark of one back-end: a fresh database (a temporary data dir, or a PostgreSQL database
+ * created and dropped here), the real server as a child process, clients seeded through the operator API, then
+ * each scenario driven by autocannon from a separate process (load.ts). Loopback only; every run is bounded.
+ */
+
+export type Backend = 'embedded' | 'postgres';
+
+export interface PaymentsBenchOptions {
+  backend: Backend;
+  /** PostgreSQL server to create the bench database on (postgres back-end only). */
+  postgresUrl: string;
+  seconds: number;
+  connections: number;
+  clients: number;
+  /** Requests pre-signed before each timed run. */
+  pool: Record<Scenario, number>;
+  signThreads: number;
+  /** Longest pre-signing per run, seconds. */
+  presignSeconds: number;
+  scenarios: Scenario[];
+  /** Write a V8 CPU profile of the server into this directory (node --cpu-prof). */
+  cpuProfileDir?: string;
+  log?: (line: string) => void;
+}
+
+export interface DbActivity {
+  commits: number;
+  rowsInserted: number;
+  rowsUpdated: number;
+  walRecords: number | null;
+  walSyncs: number | null;
+}
+
+export interface ScenarioResult extends LoadResult {
+  rssBeforeKb: number | null;
+  rssAfterKb: number | null;
+  /** CPU the server process used during the run, in % of one core (100 = one core saturated). */
+  serverCpuPercent: number | null;
+  /** PostgreSQL back-end: CPU of all local postgres processes during the run, in % of one core. */
+  postgresCpuPercent: number | null;
+  /** 1-minute load average when the run started: other work on the machine skews the numbers. */
+  loadAverageBefore: number;
+  /** PostgreSQL only: activity of the bench database during the run (pg_stat_database, pg_stat_wal). */
+  db: DbActivity | null;
+  /**
+   * PostgreSQL only: what the bench database's active backends were doing, sampled every 50 ms during the run
+   * (pg_stat_activity): share of samples per wait event and statement. Lock waits here name the hot rows.
+   */
+  waits: WaitSample[] | null;
+}
+
+export interface WaitSample {
+  /** wait_event_type:wait_event, or "cpu" for an active backend that waits on nothing. */
+  wait: string;
+  query: string;
+  /** Share of all active-backend samples, in %. */
+  percent: number;
+}
+
+/** Samples pg_stat_activity until stopped; the result aggregates (wait, statement) pairs. */
+function sampleWaits(client: pg.Client, dbName: string): { stop(): Promise<WaitSample[]> } {
+  const counts = new Map<string, number>();
+  let total = 0;
+  let running = true;
+  const loop = (async () => {
+    while (running) {
+      const { rows } = await client.query<{ wait: string | null; query: string }>(
+        `SELECT wait_event_type || ':' || wait_event AS wait, regexp_replace(left(query, 200), '\\s+', ' ', 'g') AS query
+         FROM pg_stat_activity WHERE datname = $1 AND state = 'active' AND pid <> pg_backend_pid()`,
+        [dbName],
+      );
+      for (const r of rows) {
+        const key = `${r.wait ?? 'cpu'}\u0000${r.query.slice(0, 90)}`;
+        counts.set(key, (counts.get(key) ?? 0) + 1);
+        total++;
+      }
+      await new Promise((r) => setTimeout(r, 50));
+    }
+  })();
+  return {
+    async stop() {
+      running = false;
+      await loop;
+      return [...counts.entries()]
+        .sort((a, b) => b[1] - a[1])
+        .slice(0, 12)
+        .map(([key, n]) => {
+          const [wait, query] = key.split('\u0000') as [string, string];
+          return { wait, query, percent: Math.round((1000 * n) / Math.max(1, total)) / 10 };
+        });
+    },
+  };
+}
+
+export interface BackendResult {
+  backend: Backend;
+  lanes: number;
+  clients: number;
+  rssIdleKb: number | null;
+  scenarios: ScenarioResult[];
+}
+
+// Cluster-wide WAL counters include other databases' traffic; on the bench machine nothing else runs.
+async function dbActivity(client: pg.Client, dbName: string): Promise<DbActivity> {
+  const db = await client.query<{ c: string; i: string; u: string }>(
+    'SELECT xact_commit::text AS c, tup_inserted::text AS i, tup_updated::text AS u FROM pg_stat_database WHERE datname = $1',
+    [dbName],
+  );
+  let walRecords: number | null = null;
+  let walSyncs: number | null = null;
+  try {
+    const wal = await client.query<{ r: string; s: string }>(
+      'SELECT wal_records::text AS r, wal_sync::text AS s FROM pg_stat_wal',
+    );
+    walRecords = Number(wal.rows[0]!.r);
+    walSyncs = Number(wal.rows[0]!.s);
+  } catch {
+    // pg_stat_wal needs PostgreSQL 14+
+  }
+  const row = db.rows[0]!;
+  return { commits: Number(row.c), rowsInserted: Number(row.i), rowsUpdated: Number(row.u), walRecords, walSyncs };
+}
+
+const delta = (a: DbActivity, b: DbActivity): DbActivity => ({
+  commits: b.commits - a.commits,
+  rowsInserted: b.rowsInserted - a.rowsInserted,
+  rowsUpdated: b.rowsUpdated - a.rowsUpdated,
+  walRecords: a.walRecords === null || b.walRecords === null ? null : b.walRecords - a.walRecords,
+  walSyncs: a.walSyncs === null || b.walSyncs === null ? null : b.walSyncs - a.walSyncs,
+});
+
+/** A few completed payments per lane through ordinary signed calls: warms the server and gives GETs ids to read. */
+async function seedPayments(server: ServerProcess, keys: BenchKey[], perLane: number): Promise<string[][]> {
+  return Promise.all(
+    keys.map(async (k, lane) => {
+      const call = createSignedCaller(server.baseUrl, k.apiKey, k.privatePem);
+      const ids: string[] = [];
+      for (let i = 0; i < perLane; i++) {
+        const created = payloadOf<{ id: string; state: string }>(
+          await call('POST', '/v2/payments', {
+            body: completedPaymentBody(i),
+            idempotencyKey: `seed-${lane}-${i}-${randomBytes(4).toString('hex')}`,
+          }),
+          201,
+          'seed payment',
+        );
+        if (created.state !== 'completed') throw new Error(`seed payment ended ${created.state}, not completed`);
+        ids.push(created.id);
+        payloadOf(await call('GET', `/v2/payments/${created.id}`), 200, 'seed read');
+      }
+      return ids;
+    }),
+  );
+}
+
+export async function benchPayments(o: PaymentsBenchOptions): Promise<BackendResult> {
+  const log = o.log ?? (() => {});
+  const dataDir = await mkdtemp(path.join(tmpdir(), `dispersa-bench-${o.backend}-`));
+  const database = o.backend === 'postgres' ? await createBenchDatabase(o.postgresUrl) : null;
+  const adminToken = `bench-${randomBytes(16).toString('hex')}`;
+  let server: ServerProcess | null = null;
+  let stats: pg.Client | null = null;
+  let waitsClient: pg.Client | null = null;
+  try {
+    server = await startServerProcess({
+      dataDir,
+      adminToken,
+      databaseUrl: database?.url ?? null,
+      nodeArgs: o.cpuProfileDir ? ['--cpu-prof', `--cpu-prof-dir=${o.cpuProfileDir}`] : [],
+    });
+    log(`[${o.backend}] server pid ${server.pid} on ${server.baseUrl}`);
+    const admin = createAdminCaller(server.adminUrl, adminToken);
+    // One lane (key) per connection at least: see load-driver.ts on why POSTs of one key must not overlap.
+    const keysPerClient = Math.ceil(o.connections / o.clients);
+    const keys = await seedClients(admin, {
+      clients: o.clients,
+      keysPerClient,
+      fundMinor: 10n ** 15n,
+      rails: ['PM', 'CCE'],
+      label: `bench-${o.backend}`,
+    });
+    const paymentIds = await seedPayments(server, keys, 4);
+    const rssIdleKb = server.rssKb();
+    log(`[${o.backend}] seeded ${o.clients} clients, ${keys.length} keys; server RSS ${rssIdleKb} kB`);
+
+    if (database !== null) {
+      stats = new pg.Client({ connectionString: o.postgresUrl });
+      await stats.connect();
+      waitsClient = new pg.Client({ connectionString: o.postgresUrl });
+      await waitsClient.connect();
+    }
+    const dbName = database === null ? null : new URL(database.url).pathname.slice(1);
+
+    const scenarios: ScenarioResult[] = [];
+    for (const scenario of o.scenarios) {
+      // Nonces above anything used before on these keys (seeding and earlier scenarios).
+      const nonceStart = (BigInt(Date.now()) * 1_000_000n).toString();
+      const lanes: Lane[] = keys.map((k, i) => ({
+        apiKey: k.apiKey,
+        privatePem: k.privatePem,
+        nonceStart,
+        paymentIds: paymentIds[i]!,
+      }));
+      log(
+        `[${o.backend}] ${scenario}: pre-signing up to ${o.pool[scenario]} requests (at most ${o.presignSeconds} s), then ${o.seconds} s of load`,
+      );
+      if (stats !== null) await stats.query('SELECT pg_stat_clear_snapshot()');
+      const before = stats !== null && dbName !== null ? await dbActivity(stats, dbName) : null;
+      const rssBeforeKb = server.rssKb();
+      const loadAverageBefore = Math.round(os.loadavg()[0]! * 100) / 100;
+      let cpuMark: { server: number | null; postgres: number; at: number } | null = null;
+      const markCpu = () => ({
+        server: server!.cpuSeconds(),
+        postgres: database === null ? 0 : cpuSecondsOfAll('postgres'),
+        at: performance.now(),
+      });
+      let sampler: { stop(): Promise<WaitSample[]> } | null = null;
+      const load = runLoad(
+        {
+          baseUrl: server.baseUrl,
+          scenario,
+          runTag: randomBytes(4).toString('hex'),
+          lanes,
+          connections: o.connections,
+          seconds: o.seconds,
+          poolSize: o.pool[scenario],
+          signThreads: o.signThreads,
+          presignSeconds: o.presignSeconds,
+        },
+        () => {
+          cpuMark = markCpu();
+          if (waitsClient !== null && dbName !== null) sampler = sampleWaits(waitsClient, dbName);
+        },
+      );
+      const result = await load;
+      const waits = sampler === null ? null : await (sampler as { stop(): Promise<WaitSample[]> }).stop();
+      const end = markCpu();
+      const rssAfterKb = server.rssKb();
+      const start = cpuMark as ReturnType<typeof markCpu> | null;
+      const seconds = start === null ? 0 : (end.at - start.at) / 1000;
+      const percent = (a: number | null, b: number | null) =>
+        a === null || b === null || seconds <= 0 ? null : Math.round(((b - a) / seconds) * 100);
+      const serverCpuPercent = start === null ? null : percent(start.server, end.server);
+      const postgresCpuPercent = start === null || database === null ? null : percent(start.postgres, end.postgres);
+      let db: DbActivity | null = null;
+      if (stats !== null && dbName !== null && before !== null) {
+        // The statistics collector reports with a delay of up to a second.
+        await new Promise((r) => setTimeout(r, 1500));
+        await stats.query('SELECT pg_stat_clear_snapshot()');
+        db = delta(before, await dbActivity(stats, dbName));
+      }
+      scenarios.push({
+        ...result,
+        rssBeforeKb,
+        rssAfterKb,
+        serverCpuPercent,
+        postgresCpuPercent,
+        loadAverageBefore,
+        db,
+        waits,
+      });
+      log(
+        `[${o.backend}] ${scenario}: ${result.rps} req/s, p50 ${result.latencyMs.p50} ms, p99 ${result.latencyMs.p99} ms, ` +
+          `non-2xx ${result.non2xx}, errors ${result.errors + result.timeouts}, pre-signed ${result.preSigned}, signed in loop ${result.signedInLoop}; CPU % server ` +
+          `${serverCpuPercent}, load generator ${result.driverCpuPercent}, postgres ${postgresCpuPercent ?? '-'}`,
+      );
+      for (const w of waits?.slice(0, 6) ?? [])
+        log(`    ${String(w.percent).padStart(5)}%  ${w.wait.padEnd(28)} ${w.query}`);
+    }
+    return { backend: o.backend, lanes: keys.length, clients: o.clients, rssIdleKb, scenarios };
+  } finally {
+    await stats?.end().catch(() => {});
+    await waitsClient?.end().catch(() => {});
+    if (server !== null) await server.stop();
+    await database?.drop().catch((err: unknown) => log(`could not drop the bench database: ${String(err)}`));
+    await rm(dataDir, { recursive: true, force: true });
+  }
+}

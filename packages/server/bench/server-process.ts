@@ -1,0 +1,192 @@
+import { type ChildProcess, spawn } from 'node:child_process';
+import { readdirSync, readFileSync } from 'node:fs';
+import net from 'node:net';
+import { fileURLToPath } from 'node:url';
+
+/**
+ * The real service as a child process (`node --import tsx src/main.ts`), for the benchmark and the crash test:
+ * its own CPU thread, its own memory (RSS read from /proc), and a process that can be SIGKILLed like a real
+ * deployment. Loopback only.
+ */
+
+export const REPO_ROOT = fileURLToPath(new URL('../../../', import.meta.url));
+const MAIN = fileURLToPath(new URL('../src/main.ts', import.meta.url));
+
+export interface ServerProcessOptions {
+  dataDir: string;
+  adminToken: string;
+  /** PostgreSQL database of this server; null or absent: the embedded database under dataDir. */
+  databaseUrl?: string | null;
+  /** Extra DISPERSA_* variables (they win over the defaults here). */
+  env?: Record<string, string>;
+  /** Extra node flags, e.g. ['--cpu-prof', '--cpu-prof-dir=/tmp/prof']. */
+  nodeArgs?: string[];
+  readyTimeoutMs?: number;
+}
+
+export interface ServerProcess {
+  readonly pid: number;
+  readonly baseUrl: string;
+  readonly adminUrl: string;
+  /** Resident set size in kB from /proc/<pid>/status, or null once the process is gone. */
+  rssKb(): number | null;
+  /** CPU seconds used so far, or null once the process is gone. */
+  cpuSeconds(): number | null;
+  /** The last few kB of stdout and stderr, for failure messages. */
+  output(): string;
+  readonly exited: Promise<{ code: number | null; signal: NodeJS.Signals | null }>;
+  /** SIGKILL, resolved once the process is gone. */
+  kill(): Promise<void>;
+  /** SIGTERM (graceful shutdown), SIGKILL after graceMs; resolved once the process is gone. */
+  stop(graceMs?: number): Promise<void>;
+}
+
+/** A port free right now on loopback (the kernel's pick). */
+export async function freePort(): Promise<number> {
+  const srv = net.createServer();
+  await new Promise<void>((resolve, reject) => {
+    srv.once('error', reject);
+    srv.listen(0, '127.0.0.1', () => resolve());
+  });
+  const address = srv.address();
+  await new Promise<void>((resolve) => srv.close(() => resolve()));
+  if (address === null || typeof address === 'string') throw new Error('no TCP address');
+  return address.port;
+}
+
+// USER_HZ: 100 on every Linux this runs on (getconf CLK_TCK).
+const CLOCK_TICKS = 100;
+
+/** CPU seconds (user + system) a process has used, from /proc/<pid>/stat; null once it is gone. */
+export function cpuSecondsOf(pid: number): number | null {
+  try {
+    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+    // Fields after the command name (which may contain spaces): utime and stime are the 12th and 13th.
+    const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+    return (Number(fields[11]) + Number(fields[12])) / CLOCK_TICKS;
+  } catch {
+    return null;
+  }
+}
+
+/** CPU seconds of every process named `name` (e.g. the local PostgreSQL's backends); 0 where /proc is absent. */
+export function cpuSecondsOfAll(name: string): number {
+  let total = 0;
+  let entries: string[] = [];
+  try {
+    entries = readdirSync('/proc');
+  } catch {
+    return 0;
+  }
+  for (const entry of entries) {
+    if (!/^\d+$/.test(entry)) continue;
+    try {
+      if (readFileSync(`/proc/${entry}/comm`, 'utf8').trim() !== name) continue;
+    } catch {
+      continue;
+    }
+    total += cpuSecondsOf(Number(entry)) ?? 0;
+  }
+  return total;
+}
+
+export function rssKbOf(pid: number): number | null {
+  try {
+    const m = /^VmRSS:\s+(\d+)\s+kB/m.exec(readFileSync(`/proc/${pid}/status`, 'utf8'));
+    return m ? Number(m[1]) : null;
+  } catch {
+    return null;
+  }
+}
+
+// The parent's own DISPERSA_* and DATABASE_URL must not leak into the child: it gets exactly what we pass.
+function childEnv(extra: Record<string, string>): NodeJS.ProcessEnv {
+  const env: NodeJS.ProcessEnv = {};
+  for (const [k, v] of Object.entries(process.env)) {
+    if (k.startsWith('DISPERSA_') || k === 'DATABASE_URL' || k.startsWith('VITEST') || k === 'NODE_OPTIONS') continue;
+    env[k] = v;
+  }
+  return { ...env, ...extra };
+}
+
+async function waitReady(
+  baseUrl: string,
+  child: ChildProcess,
+  exited: Promise<unknown>,
+  timeoutMs: number,
+  output: () => string,
+): Promise<void> {
+  let gone = false;
+  void exited.then(() => {
+    gone = true;
+  });
+  const deadline = Date.now() + timeoutMs;
+  while (Date.now() < deadline) {
+    if (gone) throw new Error(`server exited during start (code ${child.exitCode}):\n${output()}`);
+    try {
+      const res = await fetch(`${baseUrl}/health`, { signal: AbortSignal.timeout(1000) });
+      await res.arrayBuffer();
+      if (res.ok) return;
+    } catch {
+      // not listening yet
+    }
+    await new Promise((r) => setTimeout(r, 50));
+  }
+  child.kill('SIGKILL');
+  throw new Error(`server not ready after ${timeoutMs} ms:\n${output()}`);
+}
+
+export async function startServerProcess(options: ServerProcessOptions): Promise<ServerProcess> {
+  const port = await freePort();
+  const adminPort = await freePort();
+  const env = childEnv({
+    DISPERSA_HOST: '127.0.0.1',
+    DISPERSA_ADMIN_HOST: '127.0.0.1',
+    DISPERSA_PORT: String(port),
+    DISPERSA_ADMIN_PORT: String(adminPort),
+    DISPERSA_DATA_DIR: options.dataDir,
+    DISPERSA_ADMIN_TOKEN: options.adminToken,
+    DISPERSA_LOG_LEVEL: 'warn',
+    ...(options.databaseUrl ? { DATABASE_URL: options.databaseUrl } : {}),
+    ...options.env,
+  });
+  const child = spawn(process.execPath, ['--import', 'tsx', ...(options.nodeArgs ?? []), MAIN], {
+    cwd: REPO_ROOT,
+    env,
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  let tail = '';
+  const keep = (chunk: Buffer) => {
+    tail = (tail + chunk.toString('utf8')).slice(-8192);
+  };
+  child.stdout!.on('data', keep);
+  child.stderr!.on('data', keep);
+  const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((resolve) => {
+    child.once('exit', (code, signal) => resolve({ code, signal }));
+  });
+  const pid = child.pid;
+  if (pid === undefined) throw new Error('server process did not start');
+  const baseUrl = `http://127.0.0.1:${port}`;
+  await waitReady(baseUrl, child, exited, options.readyTimeoutMs ?? 60_000, () => tail);
+
+  const isGone = () => child.exitCode !== null || child.signalCode !== null;
+  return {
+    pid,
+    baseUrl,
+    adminUrl: `http://127.0.0.1:${adminPort}`,
+    rssKb: () => (isGone() ? null : rssKbOf(pid)),
+    cpuSeconds: () => (isGone() ? null : cpuSecondsOf(pid)),
+    output: () => tail,
+    exited,
+    async kill() {
+      if (!isGone()) child.kill('SIGKILL');
+      await exited;
+    },
+    async stop(graceMs = 15_000) {
+      if (!isGone()) child.kill('SIGTERM');
+      const timer = setTimeout(() => child.kill('SIGKILL'), graceMs);
+      await exited;
+      clearTimeout(timer);
+    },
+  };
+}
