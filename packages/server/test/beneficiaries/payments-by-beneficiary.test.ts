@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { expectLedgerSound } from '../support/ledger.ts';
 import { balanceOf, CCE, newKey, PM } from '../support/payments.ts';
-import { type TestClient, type TestServer, startTestServer } from '../support/test-server.ts';
+import { startTestServer, type TestClient, type TestServer } from '../support/test-server.ts';
 
 let server: TestServer;
 let c: TestClient;
@@ -57,7 +57,13 @@ describe('paying a stored beneficiary (way 1)', () => {
       ] as const) {
         const res = await payBen(id, `5000${ending}`);
         expect(res.status).toBe(201);
-        expect(res.body.payload).toMatchObject({ state, subStatus: sub, rail, beneficiary: account, beneficiaryId: id });
+        expect(res.body.payload).toMatchObject({
+          state,
+          subStatus: sub,
+          rail,
+          beneficiary: account,
+          beneficiaryId: id,
+        });
       }
     });
   }
@@ -75,7 +81,11 @@ describe('paying a stored beneficiary (way 1)', () => {
     expect(first.status).toBe(201);
     expect((await payBen(pmBen, '120000', key)).status).toBe(200);
     // The same destination sent inline under the same key is the same operation.
-    const inline = await c.api.post('/v2/payments', { amountMinor: '120000', currency: 'VES', ...PM }, { idempotencyKey: key });
+    const inline = await c.api.post(
+      '/v2/payments',
+      { amountMinor: '120000', currency: 'VES', ...PM },
+      { idempotencyKey: key },
+    );
     expect(inline.status).toBe(200);
     // Another beneficiary under the same key is a different operation.
     expect((await payBen(cceBen, '120000', key)).status).toBe(409);
@@ -101,9 +111,13 @@ describe('paying a stored beneficiary (way 1)', () => {
     expect((await payBen(id, '1000', key)).status).toBe(200);
   });
 
-  it('another client\'s beneficiary is 404', async () => {
+  it("another client's beneficiary is 404", async () => {
     const other = await server.newClient({ fundMinor: 1_000_000n });
-    const res = await other.api.post('/v2/payments', { amountMinor: '1000', currency: 'VES', beneficiaryId: pmBen }, { idempotencyKey: newKey() });
+    const res = await other.api.post(
+      '/v2/payments',
+      { amountMinor: '1000', currency: 'VES', beneficiaryId: pmBen },
+      { idempotencyKey: newKey() },
+    );
     expect(res.status).toBe(404);
   });
 
@@ -119,7 +133,11 @@ describe('paying a stored beneficiary (way 1)', () => {
     const before = await balanceOf(c);
     const res = await payBen(rows[0]!.id, '1000');
     expect(res.status).toBe(201);
-    expect(res.body.payload).toMatchObject({ state: 'failed', subStatus: 'rejected_by_us', failureCode: 'beneficiary_incomplete' });
+    expect(res.body.payload).toMatchObject({
+      state: 'failed',
+      subStatus: 'rejected_by_us',
+      failureCode: 'beneficiary_incomplete',
+    });
     expect(await balanceOf(c)).toBe(before);
     const cce = await server.testDb.db.query<{ id: string }>(
       `INSERT INTO beneficiaries (id, seq, client_id, alias, rail, account, bank_code, doc_type, doc_number,
