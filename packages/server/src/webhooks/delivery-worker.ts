@@ -2,16 +2,18 @@ import type { Db } from '../db/db.ts';
 import type { Clock } from '../shared/clock.ts';
 import { retryDelayMs } from './backoff.ts';
 import { createDeliveryLog, type DeliveryLog } from './delivery-log.ts';
-import { signDetached } from './jws.ts';
+import { createOutcomeRecorder, type DeliveryOutcome } from './delivery-recorder.ts';
+import { signDetachedAsync } from './jws.ts';
 import type { PostFn, PostResult } from './safe-post.ts';
 import type { ActiveSigner } from './signing-keys.ts';
 
 /**
- * Delivers outbox events (table events) to each client's webhook: claim, post, record. The claim is a short
- * transaction that numbers the attempt and leases the row by pushing next_attempt_at ahead; the post runs
- * outside any transaction; the outcome is recorded in a second short transaction. A worker that dies
+ * Delivers outbox events (table events) to each client's webhook: claim, post, record. The claim is one
+ * statement that numbers the attempts and leases the rows by pushing next_attempt_at ahead; the posts run
+ * outside any transaction; the outcomes are recorded afterwards (delivery-recorder.ts). A worker that dies
  * mid-attempt loses only its lease: the event becomes due again and the next claim takes the next number.
- * Events of one payment go out in creation order: one waits while an earlier one of its payment is pending.
+ * Events of one payment go out in creation order: one waits while an earlier one of its payment is
+ * pending, so no claim ever holds two events of one payment.
  */
 
 export interface DeliveryConfig {
@@ -19,6 +21,14 @@ export interface DeliveryConfig {
   maxAttempts: number;
   /** How long a claim keeps other workers off the event; must exceed the post timeout. Default 60 s. */
   leaseMs?: number;
+  /** Most events one processNext claims. Default 1. */
+  batchSize?: number;
+  /**
+   * Absent: processNext returns once its batch is posted and recorded. A number: processNext returns as
+   * soon as its batch is launched, and up to this many posts are in flight at once, so one slow receiver
+   * holds one slot instead of stalling every other client's events until its timeout.
+   */
+  concurrency?: number;
 }
 
 export interface DeliveryWorkerDeps {
@@ -27,15 +37,22 @@ export interface DeliveryWorkerDeps {
   signer: { activeSigner(): Promise<ActiveSigner> };
   post: PostFn;
   config: DeliveryConfig;
-  /** The client's active webhook URL, or null when it has none. */
+  /** The client's active webhook URL, or null when it has none. Asked once per client per batch. */
   webhookUrlFor(clientId: string): Promise<string | null>;
   /** Jitter source, [0, 1); injectable for tests. */
   random?: () => number;
+  /** Where a failure of a launched delivery goes when processNext has already returned (pipelined mode). */
+  onError?: (err: unknown) => void;
 }
 
 export interface DeliveryWorker extends DeliveryLog {
-  /** Makes at most one attempt; the event id when there was work, undefined when nothing is due. */
+  /**
+   * Claims up to batchSize due events and makes one attempt at each; the id of the first when there was
+   * work, undefined when nothing is due (or, pipelined, no slot freed within a second).
+   */
   processNext(): Promise<string | undefined>;
+  /** Resolves when no launched delivery is in flight (pipelined mode; immediate otherwise). */
+  drain(): Promise<void>;
 }
 
 interface Claimed {
@@ -43,21 +60,33 @@ interface Claimed {
   client_id: string;
   body: string;
   attempt: number;
+  seq: string;
 }
 
 // A candidate is due and pending, and no earlier event of its payment is still pending. Dead-lettered
 // events do not hold the payment's later events back: they wait for an operator, the later ones do not.
+// MATERIALIZED: the locking subquery runs exactly once, so LIMIT bounds what is locked and updated.
 const CLAIM_SQL = `
-  SELECT e.id, e.client_id, e.body
-  FROM events e
-  WHERE e.delivery_status = 'pending' AND e.next_attempt_at <= $1
-    AND NOT EXISTS (
-      SELECT 1 FROM events p
-      WHERE e.payment_id IS NOT NULL AND p.payment_id = e.payment_id
-        AND p.seq < e.seq AND p.delivery_status = 'pending')
-  ORDER BY e.next_attempt_at, e.seq
-  LIMIT 1
-  FOR UPDATE OF e SKIP LOCKED`;
+  WITH due AS MATERIALIZED (
+    SELECT e.id
+    FROM events e
+    WHERE e.delivery_status = 'pending' AND e.next_attempt_at <= $1
+      AND NOT EXISTS (
+        SELECT 1 FROM events p
+        WHERE e.payment_id IS NOT NULL AND p.payment_id = e.payment_id
+          AND p.seq < e.seq AND p.delivery_status = 'pending')
+    ORDER BY e.next_attempt_at, e.seq
+    LIMIT $3
+    FOR UPDATE OF e SKIP LOCKED)
+  UPDATE events SET attempts = attempts + 1, next_attempt_at = $2
+  FROM due WHERE events.id = due.id
+  RETURNING events.id, events.client_id, events.body, events.attempts AS attempt, events.seq`;
+
+// The claim was not an attempt: give its number back.
+const NO_WEBHOOK_SQL = `
+  UPDATE events SET delivery_status = 'no_webhook', attempts = attempts - 1, last_error = 'no webhook URL'
+  FROM unnest($1::text[], $2::int[]) AS v(id, attempt)
+  WHERE events.id = v.id AND events.attempts = v.attempt AND events.delivery_status = 'pending'`;
 
 function failureText(result: PostResult): string {
   if (result.error !== undefined) return result.error;
@@ -67,90 +96,117 @@ function failureText(result: PostResult): string {
 export function createDeliveryWorker(deps: DeliveryWorkerDeps): DeliveryWorker {
   const { db, clock, signer, post, config } = deps;
   const leaseMs = config.leaseMs ?? 60_000;
+  const batchSize = Math.max(1, Math.trunc(config.batchSize ?? 1));
+  const concurrency = config.concurrency === undefined ? null : Math.max(1, Math.trunc(config.concurrency));
   const random = deps.random ?? Math.random;
+  const recorder = createOutcomeRecorder(db);
+  let inFlight = 0;
+  let waiters: (() => void)[] = [];
 
-  async function claim(): Promise<Claimed | undefined> {
-    const now = clock.now();
-    return db.tx(async (q) => {
-      const { rows } = await q.query<Omit<Claimed, 'attempt'>>(CLAIM_SQL, [now]);
-      const row = rows[0];
-      if (row === undefined) return undefined;
-      const { rows: updated } = await q.query<{ attempts: number }>(
-        'UPDATE events SET attempts = attempts + 1, next_attempt_at = $2 WHERE id = $1 RETURNING attempts',
-        [row.id, new Date(now.getTime() + leaseMs)],
-      );
-      return { ...row, attempt: Number(updated[0]!.attempts) };
+  function release(): void {
+    inFlight--;
+    const woken = waiters;
+    waiters = [];
+    for (const w of woken) w();
+  }
+
+  /** Resolves true when inFlight drops below limit, false after timeoutMs. */
+  function waitBelow(limit: number, timeoutMs: number): Promise<boolean> {
+    if (inFlight < limit) return Promise.resolve(true);
+    return new Promise((resolve) => {
+      const timer = setTimeout(() => resolve(inFlight < limit), timeoutMs);
+      timer.unref();
+      const check = () => {
+        if (inFlight < limit) {
+          clearTimeout(timer);
+          resolve(true);
+        } else waiters.push(check);
+      };
+      waiters.push(check);
     });
   }
 
-  async function markNoWebhook(event: Claimed): Promise<void> {
-    // The claim was not an attempt: give its number back.
-    await db.query(
-      `UPDATE events SET delivery_status = 'no_webhook', attempts = attempts - 1, last_error = 'no webhook URL'
-       WHERE id = $1 AND attempts = $2 AND delivery_status = 'pending'`,
-      [event.id, event.attempt],
-    );
+  async function claim(limit: number): Promise<Claimed[]> {
+    const now = clock.now();
+    const { rows } = await db.query<Claimed>(CLAIM_SQL, [now, new Date(now.getTime() + leaseMs), limit]);
+    // RETURNING has no order; the batch goes out in claim order (due time, then creation).
+    return rows
+      .map((r) => ({ ...r, attempt: Number(r.attempt), seq: String(r.seq) }))
+      .sort((a, b) => (BigInt(a.seq) < BigInt(b.seq) ? -1 : 1));
   }
 
-  async function record(event: Claimed, url: string, result: PostResult, attemptedAt: Date): Promise<void> {
+  function outcomeOf(event: Claimed, url: string, result: PostResult, attemptedAt: Date): DeliveryOutcome {
     const now = clock.now();
-    await db.tx(async (q) => {
-      await q.query(
-        `INSERT INTO webhook_attempts (event_id, client_id, url, attempt, status_code, error, duration_ms, attempted_at)
-         VALUES ($1, $2, $3, $4, $5, $6, $7, $8)`,
-        [
-          event.id,
-          event.client_id,
-          url,
-          event.attempt,
-          result.statusCode ?? null,
-          result.ok ? (result.error ?? null) : failureText(result),
-          result.durationMs,
-          attemptedAt,
-        ],
-      );
-      // Guarded by the attempt number: if this claim's lease ran out and another worker claimed the event
-      // since, that worker's outcome is the one that counts.
-      const guard = `WHERE id = $1 AND attempts = $2 AND delivery_status = 'pending'`;
-      if (result.ok) {
-        await q.query(
-          `UPDATE events SET delivery_status = 'delivered', delivered_at = $3, last_error = NULL ${guard}`,
-          [event.id, event.attempt, now],
-        );
-      } else if (event.attempt >= config.maxAttempts) {
-        await q.query(`UPDATE events SET delivery_status = 'dead', last_error = $3 ${guard}`, [
-          event.id,
-          event.attempt,
-          failureText(result),
-        ]);
-      } else {
-        const next = new Date(now.getTime() + retryDelayMs(event.attempt, config.retryBaseMs, random));
-        await q.query(`UPDATE events SET next_attempt_at = $3, last_error = $4 ${guard}`, [
-          event.id,
-          event.attempt,
-          next,
-          failureText(result),
-        ]);
-      }
-    });
+    const base = {
+      eventId: event.id,
+      clientId: event.client_id,
+      url,
+      attempt: event.attempt,
+      statusCode: result.statusCode ?? null,
+      error: result.ok ? (result.error ?? null) : failureText(result),
+      durationMs: result.durationMs,
+      attemptedAt,
+      at: now,
+    };
+    if (result.ok) return { ...base, status: 'delivered', nextAttemptAt: null, lastError: null };
+    if (event.attempt >= config.maxAttempts) {
+      return { ...base, status: 'dead', nextAttemptAt: null, lastError: failureText(result) };
+    }
+    const next = new Date(now.getTime() + retryDelayMs(event.attempt, config.retryBaseMs, random));
+    return { ...base, status: 'pending', nextAttemptAt: next, lastError: failureText(result) };
+  }
+
+  async function deliver(event: Claimed, url: string, signer: ActiveSigner, attemptedAt: Date): Promise<void> {
+    const body = Buffer.from(event.body, 'utf8');
+    const iat = Math.floor(attemptedAt.getTime() / 1000);
+    const signature = await signDetachedAsync(body, { kid: signer.kid, privateKey: signer.privateKey, iat });
+    const result = await post({ url, body, eventId: event.id, attempt: event.attempt, signature });
+    await recorder.record(outcomeOf(event, url, result, attemptedAt));
   }
 
   async function processNext(): Promise<string | undefined> {
-    const event = await claim();
-    if (event === undefined) return undefined;
-    const url = await deps.webhookUrlFor(event.client_id);
-    if (url === null) {
-      await markNoWebhook(event);
-      return event.id;
+    let limit = batchSize;
+    if (concurrency !== null) {
+      // Claim whole batches: a claim costs about the same for one event as for sixty, so waking up for
+      // every single freed slot would turn the claim statement into the bottleneck. The wait is bounded,
+      // so a stop signal is noticed even while slow receivers hold the slots.
+      await waitBelow(Math.max(1, concurrency - batchSize + 1), 1000);
+      limit = Math.min(batchSize, concurrency - inFlight);
+      if (limit <= 0) return undefined;
     }
-    const { kid, privateKey } = await signer.activeSigner();
+    const claimed = await claim(limit);
+    const first = claimed[0];
+    if (first === undefined) return undefined;
+    const urls = new Map<string, string | null>();
+    for (const e of claimed) {
+      if (!urls.has(e.client_id)) urls.set(e.client_id, await deps.webhookUrlFor(e.client_id));
+    }
+    const silent = claimed.filter((e) => urls.get(e.client_id) === null);
+    if (silent.length > 0) {
+      await db.query(NO_WEBHOOK_SQL, [silent.map((e) => e.id), silent.map((e) => e.attempt)]);
+    }
+    const deliverable = claimed.filter((e) => urls.get(e.client_id) !== null);
+    if (deliverable.length === 0) return first.id;
+
+    const active = await signer.activeSigner();
     const attemptedAt = clock.now();
-    const body = Buffer.from(event.body, 'utf8');
-    const signature = signDetached(body, { kid, privateKey, iat: Math.floor(attemptedAt.getTime() / 1000) });
-    const result = await post({ url, body, eventId: event.id, attempt: event.attempt, signature });
-    await record(event, url, result, attemptedAt);
-    return event.id;
+    const launched = deliverable.map((event) => {
+      inFlight++;
+      return deliver(event, urls.get(event.client_id) as string, active, attemptedAt).finally(release);
+    });
+    if (concurrency === null) {
+      await Promise.all(launched);
+    } else {
+      // A failed write leaves the event leased: it is attempted again, with the next number, when the
+      // lease runs out.
+      for (const p of launched) p.catch((err: unknown) => deps.onError?.(err));
+    }
+    return first.id;
   }
 
-  return { processNext, ...createDeliveryLog({ db, clock }) };
+  async function drain(): Promise<void> {
+    while (inFlight > 0) await waitBelow(1, 1000);
+  }
+
+  return { processNext, drain, ...createDeliveryLog({ db, clock }) };
 }

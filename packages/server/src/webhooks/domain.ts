@@ -1,16 +1,121 @@
 import type { AppContext } from '../context.ts';
 import type { Domain } from '../domain.ts';
 import type { WebhookView } from '../identity/routes.ts';
+import { sleep } from '../shared/run-worker.ts';
+import { registerWebhookAdminRoutes } from './admin-routes.ts';
+import { activeUrl } from './config-store.ts';
+import { createDeliveryWorker, type DeliveryWorker } from './delivery-worker.ts';
+import { enqueueTestEvent } from './outbox.ts';
+import { registerWebhookPublicRoutes } from './public-routes.ts';
+import { createSafePost } from './safe-post.ts';
+import { checkUrl, type Resolver } from './safe-target.ts';
+import { createSigningKeys, type SigningKeys } from './signing-keys.ts';
+import { createUrlChangeService, type UrlChangeService } from './url-change.ts';
+import { createVerificationSender } from './verification-sender.ts';
 
-/** Webhook configuration, signing keys (JWKS), delivery worker and their routes. */
+/** Webhook configuration, signing keys (JWKS), delivery and verification workers, and their routes. */
 export interface WebhookDomain extends Domain {
   webhookViewOf(clientId: string): Promise<WebhookView>;
+  /** The active URL events of this client go to; null when none. */
+  webhookUrlFor(clientId: string): Promise<string | null>;
+  keys: SigningKeys;
+  changes: UrlChangeService;
+  delivery: DeliveryWorker;
 }
 
-export async function createWebhookDomain(_ctx: AppContext): Promise<WebhookDomain> {
+export interface WebhookDomainOptions {
+  /** Host name resolution for the address rules; tests use a fixed table so that no DNS query leaves. */
+  resolve?: Resolver;
+  /** The master key sealing the signing keys; default: <dataDir>/secrets/webhook-master.key. */
+  masterKey?: Buffer;
+}
+
+/** Operator contract section 7: no 2xx within 10 s is a failed attempt. */
+export const DELIVERY_TIMEOUT_MS = 10_000;
+/** PUT /v2/webhook waits for the first verification attempt, so it is bounded tighter. */
+export const VERIFICATION_TIMEOUT_MS = 5_000;
+/** Events claimed per delivery step, and posts in flight at once per process. */
+export const DELIVERY_BATCH = 128;
+export const DELIVERY_CONCURRENCY = 256;
+
+export async function createWebhookDomain(ctx: AppContext, options: WebhookDomainOptions = {}): Promise<WebhookDomain> {
+  const { config, db, clock, logger } = ctx;
+  const allowInsecure = config.webhookAllowInsecure;
+  const resolve = options.resolve;
+  const keys = await createSigningKeys({
+    db,
+    clock,
+    environment: config.env,
+    dataDir: config.dataDir,
+    masterKey: options.masterKey,
+  });
+  const userAgent = `dispersa-webhooks/${ctx.version}`;
+  const deliveryPoster = createSafePost({ allowInsecure, resolve, userAgent, timeoutMs: DELIVERY_TIMEOUT_MS });
+  const verificationPoster = createSafePost({
+    allowInsecure,
+    resolve,
+    userAgent,
+    timeoutMs: VERIFICATION_TIMEOUT_MS,
+  });
+  const webhookUrlFor = (clientId: string) => activeUrl(db, clientId);
+
+  const changes = createUrlChangeService({
+    db,
+    clock,
+    check: (url) => checkUrl(url, { allowInsecure, resolve }),
+    verify: createVerificationSender({ clock, signer: keys, post: verificationPoster.post }),
+    retryBaseMs: config.webhookRetryBaseMs,
+  });
+  const delivery = createDeliveryWorker({
+    db,
+    clock,
+    signer: keys,
+    post: deliveryPoster.post,
+    config: {
+      retryBaseMs: config.webhookRetryBaseMs,
+      maxAttempts: config.webhookMaxAttempts,
+      batchSize: DELIVERY_BATCH,
+      concurrency: DELIVERY_CONCURRENCY,
+    },
+    webhookUrlFor,
+    onError: (err) => logger.error({ err }, 'recording a webhook delivery failed; it is retried after its lease'),
+  });
+  // New events wait at most this long; small retry bases (tests) poll faster so retries are on time.
+  const idleMs = Math.max(10, Math.min(100, config.webhookRetryBaseMs));
+
+  async function sendTest(clientId: string) {
+    const url = await webhookUrlFor(clientId);
+    if (url === null) return { webhookUrl: null, sent: false };
+    await enqueueTestEvent(db, clientId, clock.now());
+    return { webhookUrl: url, sent: true };
+  }
+
   return {
-    async webhookViewOf() {
-      return { url: null, pendingChange: null };
+    keys,
+    changes,
+    delivery,
+    webhookUrlFor,
+    async webhookViewOf(clientId) {
+      const state = await changes.state(clientId);
+      return { url: state.webhookUrl, pendingChange: state.pendingChange as Record<string, unknown> | null };
+    },
+    registerPublicRoutes(app) {
+      registerWebhookPublicRoutes(app, { changes, jwks: () => keys.jwks(), sendTest });
+    },
+    registerAdminRoutes(app) {
+      registerWebhookAdminRoutes(app, { db, deliveries: delivery, keys, changes });
+    },
+    workers: [
+      { name: 'webhook-delivery', processNext: delivery.processNext, idleMs },
+      { name: 'webhook-verification', processNext: changes.processNextVerification, idleMs: Math.max(idleMs, 50) },
+    ],
+    async stop() {
+      // Let posts in flight finish (bounded), then cut the rest: their attempts are recorded as failed.
+      const stopped = new AbortController();
+      await Promise.race([delivery.drain(), sleep(3000, stopped.signal)]);
+      stopped.abort();
+      await Promise.all([deliveryPoster.close(), verificationPoster.close()]);
+      await delivery.drain();
     },
   };
 }

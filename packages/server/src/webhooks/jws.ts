@@ -21,12 +21,30 @@ export function signingInput(encodedHeader: string, rawBody: Buffer): Buffer {
   return Buffer.from(`${encodedHeader}.${b64url(rawBody)}`, 'ascii');
 }
 
-export function signDetached(rawBody: Buffer, { kid, privateKey, iat }: SignOptions): string {
+function protectedHeader(kid: string, iat: number): string {
   if (!Number.isSafeInteger(iat) || iat < 0) throw new RangeError(`iat must be whole unix seconds, got ${iat}`);
   // Built by hand so the member order is exactly alg, kid, iat, byte for byte on every run.
-  const header = b64url(JSON.stringify({ alg: 'RS256', kid, iat }));
+  return b64url(JSON.stringify({ alg: 'RS256', kid, iat }));
+}
+
+export function signDetached(rawBody: Buffer, { kid, privateKey, iat }: SignOptions): string {
+  const header = protectedHeader(kid, iat);
   const signature = sign('sha256', signingInput(header, rawBody), privateKey);
   return `${header}..${b64url(signature)}`;
+}
+
+/**
+ * The same signature, computed on libuv's thread pool instead of the event loop: an RSA-2048 signature
+ * costs about a quarter of a millisecond of CPU, which would otherwise cap delivery at one core's worth.
+ */
+export function signDetachedAsync(rawBody: Buffer, { kid, privateKey, iat }: SignOptions): Promise<string> {
+  const header = protectedHeader(kid, iat);
+  return new Promise((resolve, reject) => {
+    sign('sha256', signingInput(header, rawBody), privateKey, (err, signature) => {
+      if (err) reject(err);
+      else resolve(`${header}..${b64url(signature)}`);
+    });
+  });
 }
 
 export type VerifyFailure = 'malformed' | 'unsupported_alg' | 'unknown_kid' | 'bad_signature';

@@ -68,9 +68,18 @@ class ResponseTooLargeError extends Error {
   }
 }
 
-type LookupCallback = (err: NodeJS.ErrnoException | null, address: string | LookupAddress[], family?: number) => void;
+export type LookupCallback = (
+  err: NodeJS.ErrnoException | null,
+  address: string | LookupAddress[],
+  family?: number,
+) => void;
 
-function guardedLookup(resolve: Resolver, allowInsecure: boolean) {
+/**
+ * The DNS lookup undici's connector calls before it dials: the address check runs here, on the very
+ * addresses the socket will use. Exported so tests can show every forbidden form is refused at this
+ * point without opening a socket.
+ */
+export function guardedLookup(resolve: Resolver, allowInsecure: boolean) {
   return (hostname: string, options: LookupOptions, callback: LookupCallback): void => {
     resolve(hostname).then(
       (resolved) => {

@@ -8,6 +8,7 @@ import { createDeliveryWorker, type DeliveryConfig, type DeliveryWorker } from '
 import { type Jwks, lookupInJwks, verifyDetached } from '../../src/webhooks/jws.ts';
 import { createSafePost, type PostFn, type SafePoster } from '../../src/webhooks/safe-post.ts';
 import { createSigningKeys, type SigningKeys } from '../../src/webhooks/signing-keys.ts';
+import { waitFor } from './e2e.ts';
 import {
   insertClient,
   insertEvent,
@@ -15,6 +16,7 @@ import {
   type ReceivedRequest,
   type Receiver,
   startReceiver,
+  type TestEvent,
   type WebhookTestDb,
 } from './helpers.ts';
 
@@ -417,5 +419,121 @@ describe('two delivery workers over one database', () => {
     for (const [p, ids] of order) {
       expect(acknowledged.filter((id) => paymentOf.get(id) === p)).toEqual(ids);
     }
+  });
+});
+
+describe('pipelined delivery (the service runs it this way)', () => {
+  function pipelined(post: PostFn, config: Partial<DeliveryConfig> = {}): DeliveryWorker {
+    return worker({ batchSize: 4, concurrency: 8, ...config }, { post });
+  }
+
+  it('keeps at most `concurrency` posts in flight and claims whole batches, never two events of a payment', async () => {
+    const payments = Array.from({ length: 10 }, () => randomId('pay'));
+    for (let round = 0; round < 3; round++) {
+      for (const p of payments) await insertEvent(t.db, { clientId, paymentId: p, dueAt: clock.now() });
+    }
+    let inFlight = 0;
+    let peak = 0;
+    let open = false;
+    const blocked: (() => void)[] = [];
+    const inFlightPayments = new Set<string>();
+    const overlaps: string[] = [];
+    const w = pipelined(async (ev) => {
+      const payment = JSON.parse(String(ev.body)).data.payment.id as string;
+      if (inFlightPayments.has(payment)) overlaps.push(payment);
+      inFlightPayments.add(payment);
+      peak = Math.max(peak, ++inFlight);
+      if (!open) await new Promise<void>((r) => blocked.push(r));
+      inFlight--;
+      inFlightPayments.delete(payment);
+      return poster.post(ev);
+    });
+    // Two claims of a whole batch each fill the eight slots; the posts hang until released.
+    expect(await w.processNext()).toBeDefined();
+    expect(await w.processNext()).toBeDefined();
+    for (let i = 0; i < 100 && blocked.length < 8; i++) await new Promise((r) => setTimeout(r, 10));
+    expect(blocked).toHaveLength(8);
+    // No slot: the next step claims nothing (it gives up after its bounded wait).
+    expect(await w.processNext()).toBeUndefined();
+    const { rows: claimed } = await t.db.query<{ n: number }>(
+      'SELECT count(*)::int AS n FROM events WHERE attempts > 0',
+    );
+    expect(Number(claimed[0]!.n)).toBe(8);
+
+    open = true;
+    for (const release of blocked) release();
+    for (let i = 0; i < 200; i++) {
+      if ((await w.processNext()) === undefined) {
+        await w.drain();
+        const { rows } = await t.db.query<{ n: number }>(
+          `SELECT count(*)::int AS n FROM events WHERE delivery_status = 'pending'`,
+        );
+        if (Number(rows[0]!.n) === 0) break;
+      }
+    }
+    await w.drain();
+    expect(overlaps).toEqual([]);
+    expect(peak).toBe(8);
+    expect(receiver.requests).toHaveLength(30);
+    const { rows } = await t.db.query<{ n: number }>(
+      `SELECT count(*)::int AS n FROM events WHERE delivery_status = 'delivered'`,
+    );
+    expect(Number(rows[0]!.n)).toBe(30);
+  });
+
+  it('one slow receiver holds one slot; the other events keep flowing past it', async () => {
+    const slowClient = await insertClient(t.db, 'slow receiver');
+    urls.set(slowClient, `${receiver.url}?slow`);
+    let release!: () => void;
+    const gate = new Promise<void>((r) => {
+      release = r;
+    });
+    const slow = await insertEvent(t.db, { clientId: slowClient, dueAt: clock.now() });
+    const fast: TestEvent[] = [];
+    for (let i = 0; i < 12; i++) fast.push(await insertEvent(t.db, { clientId, dueAt: clock.now() }));
+    const w = pipelined(async (ev) => {
+      if (ev.url.endsWith('?slow')) await gate;
+      return poster.post(ev);
+    });
+    for (let i = 0; i < 20; i++) await w.processNext();
+    await waitFor(async () => {
+      for (const e of fast) if ((await eventRow(e.id)).delivery_status !== 'delivered') return false;
+      return true;
+    }, 'every other event delivered while the slow one hangs');
+    expect((await eventRow(slow.id)).delivery_status).toBe('pending');
+    release();
+    await w.drain();
+    expect((await eventRow(slow.id)).delivery_status).toBe('delivered');
+  });
+
+  it('writes the outcomes of a burst of answers together, not one statement per event', async () => {
+    for (let i = 0; i < 20; i++) await insertEvent(t.db, { clientId, dueAt: clock.now() });
+    let recordStatements = 0;
+    const counting: Db = {
+      ...t.db,
+      query: (sql, params) => {
+        if (sql.includes('INSERT INTO webhook_attempts')) recordStatements++;
+        return t.db.query(sql, params);
+      },
+    };
+    // The receiver answers all twenty at once, as a burst.
+    const held: (() => void)[] = [];
+    receiver.setHandler((_req, res) => {
+      held.push(() => res.writeHead(200).end());
+      if (held.length === 20) for (const answer of held) answer();
+    });
+    const w = createDeliveryWorker({
+      db: counting,
+      clock,
+      signer: keys,
+      post: poster.post,
+      config: { retryBaseMs: 1000, maxAttempts: 4, batchSize: 20 },
+      webhookUrlFor: async (id) => urls.get(id) ?? null,
+    });
+    await w.processNext();
+    expect(receiver.requests).toHaveLength(20);
+    expect(recordStatements).toBeLessThan(10);
+    const { rows } = await t.db.query<{ n: number }>('SELECT count(*)::int AS n FROM webhook_attempts');
+    expect(Number(rows[0]!.n)).toBe(20);
   });
 });

@@ -1,7 +1,7 @@
 import { generateKeyPairSync, type KeyObject } from 'node:crypto';
 import { compactVerify, createLocalJWKSet, flattenedVerify } from 'jose';
 import { describe, expect, it } from 'vitest';
-import { type Jwks, lookupInJwks, signDetached, verifyDetached } from '../../src/webhooks/jws.ts';
+import { type Jwks, lookupInJwks, signDetached, signDetachedAsync, verifyDetached } from '../../src/webhooks/jws.ts';
 
 function rsaKey(): { privateKey: KeyObject; publicKey: KeyObject; jwks: (kid: string) => Jwks } {
   const { privateKey, publicKey } = generateKeyPairSync('rsa', { modulusLength: 2048 });
@@ -29,6 +29,13 @@ describe('signDetached', () => {
 
   it('refuses an iat that is not whole seconds', () => {
     expect(() => signDetached(body, { kid: 'k1', privateKey: key.privateKey, iat: 1.5 })).toThrow(RangeError);
+  });
+
+  it('signDetachedAsync (thread pool) gives the very same bytes: RS256 signatures are deterministic', async () => {
+    const options = { kid: 'k1', privateKey: key.privateKey, iat: 1767225600 };
+    const signatures = await Promise.all(Array.from({ length: 8 }, () => signDetachedAsync(body, options)));
+    for (const s of signatures) expect(s).toBe(signDetached(body, options));
+    expect(() => signDetachedAsync(body, { ...options, iat: -1 })).toThrow(RangeError);
   });
 });
 

@@ -7,6 +7,7 @@ import {
   type ResolvedAddress,
   type Resolver,
 } from '../../src/webhooks/safe-target.ts';
+import { FORBIDDEN } from './forbidden-forms.ts';
 
 /** A resolver over a fixed table: no DNS, no traffic. */
 function tableResolver(table: Record<string, string[]>): Resolver {
@@ -16,62 +17,6 @@ function tableResolver(table: Record<string, string[]>): Resolver {
     return found.map((address): ResolvedAddress => ({ address, family: address.includes(':') ? 6 : 4 }));
   };
 }
-
-const FORBIDDEN: Array<[string, string]> = [
-  ['127.0.0.1', 'loopback'],
-  ['127.255.255.254', 'loopback'],
-  ['10.0.0.1', 'private'],
-  ['172.16.0.1', 'private'],
-  ['172.31.255.255', 'private'],
-  ['192.168.1.1', 'private'],
-  ['169.254.169.254', 'linkLocal'],
-  ['100.64.0.1', 'carrierGradeNat'],
-  ['100.127.255.254', 'carrierGradeNat'],
-  ['0.0.0.0', 'unspecified'],
-  ['0.1.2.3', 'unspecified'],
-  ['255.255.255.255', 'broadcast'],
-  ['224.0.0.1', 'multicast'],
-  ['239.255.255.250', 'multicast'],
-  ['240.0.0.1', 'reserved'],
-  ['192.0.0.8', 'reserved'],
-  ['192.0.2.10', 'reserved'],
-  ['198.18.0.1', 'reserved'],
-  ['198.51.100.7', 'reserved'],
-  ['203.0.113.9', 'reserved'],
-  ['::1', 'loopback'],
-  ['::', 'unspecified'],
-  ['fc00::1', 'uniqueLocal'],
-  ['fd12:3456:789a::1', 'uniqueLocal'],
-  ['fe80::1', 'linkLocal'],
-  ['febf::1', 'linkLocal'],
-  ['fec0::1', 'deprecatedSiteLocal'],
-  ['ff02::1', 'multicast'],
-  ['2001:db8::1', 'reserved'],
-  ['100::1', 'discard'],
-  // IPv4-mapped, IPv4-translated, IPv4-compatible and NAT64 spellings of forbidden IPv4 addresses.
-  ['::ffff:127.0.0.1', 'ipv4Mapped:loopback'],
-  ['::ffff:7f00:1', 'ipv4Mapped:loopback'],
-  ['::ffff:10.0.0.1', 'ipv4Mapped:private'],
-  ['::ffff:169.254.169.254', 'ipv4Mapped:linkLocal'],
-  ['::ffff:0:127.0.0.1', 'rfc6145:loopback'],
-  ['::127.0.0.1', 'ipv4Compatible'],
-  ['::10.0.0.1', 'ipv4Compatible'],
-  ['::7f00:1', 'ipv4Compatible'],
-  ['::8.8.8.8', 'ipv4Compatible'],
-  ['64:ff9b::a00:1', 'nat64:private'],
-  ['64:ff9b::127.0.0.1', 'nat64:loopback'],
-  ['64:ff9b::a9fe:a9fe', 'nat64:linkLocal'],
-  ['64:ff9b:1::808:808', 'rfc6052:local'],
-  // Tunnels whose far end is not the address itself, and space outside global unicast.
-  ['2002:7f00:1::1', '6to4'],
-  ['2001:0:4136:e378:8000:63bf:3fff:fdd2', 'teredo'],
-  ['4000::1', 'unallocated'],
-  ['fe80::1%eth0', 'zoned'],
-  ['2606:4700:4700::1111%eth0', 'zoned'],
-  ['not-an-ip', 'invalid'],
-  ['127.1', 'invalid'],
-  ['010.8.8.8', 'invalid'],
-];
 
 const PUBLIC = ['8.8.8.8', '1.1.1.1', '93.184.215.14', '2606:4700:4700::1111', '2a00:1450:4001:80b::200e'];
 

@@ -1,0 +1,79 @@
+import type { Queryable } from '../db/db.ts';
+import type { PaymentStateChangedData } from '../payments/model.ts';
+import { randomId } from '../shared/ids.ts';
+
+/**
+ * Writing events into the transactional outbox (table events). The caller passes its own transaction, so
+ * a state change and its event commit together or not at all; the delivery worker does the rest. The
+ * body is serialised once here and those exact bytes are signed and sent on every attempt.
+ */
+
+export type EventType = 'payment.state_changed';
+
+export interface NewEvent {
+  clientId: string;
+  type: EventType;
+  test: boolean;
+  /** The payment whose events must arrive in order; null for events of no payment. */
+  paymentId: string | null;
+  data: unknown;
+  createdAt: Date;
+}
+
+export interface QueuedEvent {
+  id: string;
+  body: string;
+}
+
+/** Member order id, type, test, createdAt, data (operator contract section 7), the same in every event. */
+export function eventBody(id: string, type: string, test: boolean, createdAt: Date, data: unknown): string {
+  return JSON.stringify({ id, type, test, createdAt: createdAt.toISOString(), data });
+}
+
+export async function enqueueEvent(q: Queryable, event: NewEvent): Promise<QueuedEvent> {
+  const id = randomId('evt');
+  const body = eventBody(id, event.type, event.test, event.createdAt, event.data);
+  await q.query(
+    `INSERT INTO events (id, client_id, type, test, payment_id, body, created_at, next_attempt_at)
+     VALUES ($1, $2, $3, $4, $5, $6, $7, $7)`,
+    [id, event.clientId, event.type, event.test, event.paymentId, body, event.createdAt],
+  );
+  return { id, body };
+}
+
+/**
+ * The test event of POST /v2/webhook/test: a completed PM payment that never existed, in the exact shape
+ * of a real one, so a receiver exercises its real code path; test: true tells it not to act on it.
+ */
+export function syntheticPaymentChange(at: Date): PaymentStateChangedData {
+  const id = randomId('pay');
+  const time = at.toISOString();
+  return {
+    payment: {
+      intentId: id,
+      id,
+      state: 'completed',
+      subStatus: null,
+      amountMinor: '150000',
+      currency: 'VES',
+      rail: 'PM',
+      beneficiary: '04141234567',
+      createdAt: time,
+      updatedAt: time,
+      failureCode: null,
+    },
+    previousState: 'processing',
+  };
+}
+
+export function enqueueTestEvent(q: Queryable, clientId: string, at: Date): Promise<QueuedEvent> {
+  // No payment id: a test event never waits behind, nor holds back, the events of a real payment.
+  return enqueueEvent(q, {
+    clientId,
+    type: 'payment.state_changed',
+    test: true,
+    paymentId: null,
+    data: syntheticPaymentChange(at),
+    createdAt: at,
+  });
+}
