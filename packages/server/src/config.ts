@@ -210,6 +210,12 @@ export function loadConfig(env: Env = process.env): Config {
     throw new ConfigError('DISPERSA_LOG_LEVEL', `must be a pino level, got "${logLevel}"`);
   }
   const webhookAllowInsecure = boolean(env, 'DISPERSA_WEBHOOK_ALLOW_INSECURE', false);
+  if (webhookAllowInsecure && environment === 'production') {
+    throw new ConfigError(
+      'DISPERSA_WEBHOOK_ALLOW_INSECURE',
+      'must not be true in production: it lets webhook deliveries reach private and loopback addresses',
+    );
+  }
 
   return {
     env: environment,

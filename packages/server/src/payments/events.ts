@@ -1,12 +1,12 @@
 import type { Queryable } from '../db/db.ts';
 import type { Clock } from '../shared/clock.ts';
-import { randomId } from '../shared/ids.ts';
+import { enqueueEvent } from '../webhooks/outbox.ts';
 import type { PaymentState, PaymentStateChangedData } from './model.ts';
 import { type Payment, toPublicPayment } from './repository.ts';
 
 /**
- * Writes the outbox row of a payment's state change, in the caller's transaction (spec, Events, rule 1).
- * The body is serialised once here; every delivery attempt sends (and signs) exactly these bytes.
+ * Writes the outbox row of a payment's state change, in the caller's transaction (spec, Events, rule 1). The
+ * outbox owns the event format; every delivery attempt sends (and signs) exactly the bytes written here.
  */
 export async function recordPaymentEvent(
   q: Queryable,
@@ -14,20 +14,14 @@ export async function recordPaymentEvent(
   payment: Payment,
   previousState: PaymentState | null,
 ): Promise<string> {
-  const id = randomId('evt');
-  const now = clock.now();
   const data: PaymentStateChangedData = { payment: toPublicPayment(payment), previousState };
-  const body = JSON.stringify({
-    id,
+  const { id } = await enqueueEvent(q, {
+    clientId: payment.clientId,
     type: 'payment.state_changed',
     test: false,
-    createdAt: now.toISOString(),
+    paymentId: payment.id,
+    createdAt: clock.now(),
     data,
   });
-  await q.query(
-    `INSERT INTO events (id, client_id, type, test, payment_id, body, created_at, next_attempt_at)
-     VALUES ($1, $2, 'payment.state_changed', false, $3, $4, $5, $5)`,
-    [id, payment.clientId, payment.id, body, now],
-  );
   return id;
 }
