@@ -63,8 +63,26 @@ it('from a fresh sandbox to a completed payout with the CLI in under a minute', 
     const listed = await runCli(['admin', 'payments', 'list', '--state', 'completed'], { env, cwd: dir });
     expect(listed.code, listed.stderr).toBe(0);
     expect(listed.json().data.map((p: { intentId: string }) => p.intentId)).toContain(paid.json().intentId);
+
+    // The ready command the banner printed, run exactly as printed (a shell line with npx) from the repo root.
+    const ready =
+      /^\s*(DISPERSA_BASE_URL=\S+ DISPERSA_API_KEY=\S+ DISPERSA_PRIVATE_KEY_FILE=\S+ npx dispersa me)$/m.exec(
+        output,
+      )?.[1];
+    expect(ready, output).toBeDefined();
+    const me = await new Promise<{ code: number | null; stdout: string }>((resolve) => {
+      const sh = spawn('bash', ['-c', ready!], { cwd: REPO, env: { PATH: process.env['PATH'], HOME: dir } });
+      let stdout = '';
+      sh.stdout.setEncoding('utf8').on('data', (d: string) => {
+        stdout += d;
+      });
+      sh.on('close', (code) => resolve({ code, stdout }));
+    });
+    expect(me.code).toBe(0);
+    expect(JSON.parse(me.stdout)).toMatchObject({ environment: 'sandbox', limitsConfigured: true });
   } finally {
     service.kill('SIGTERM');
-    await exited;
   }
-}, 90_000);
+  // SIGTERM shuts the service down gracefully, with a zero exit status.
+  expect(await exited).toBe(0);
+}, 120_000);
