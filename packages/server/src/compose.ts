@@ -16,9 +16,11 @@ import { createPublicApp } from './http/public-app.ts';
 import { registerIdentityRoutes } from './identity/routes.ts';
 import { registerMetaRoutes } from './meta/routes.ts';
 import { createPaymentDomain, type PaymentDomain } from './payments/domain.ts';
+import { createReconciliationDomain, type ReconciliationDomain } from './reconciliation/domain.ts';
 import type { SeedHooks } from './sandbox/first-start.ts';
 import { type Clock, systemClock } from './shared/clock.ts';
 import { runWorker } from './shared/run-worker.ts';
+import { registerStatementImportRoutes } from './statements/admin-routes.ts';
 import { SERVICE_VERSION } from './version.ts';
 import { createWebhookDomain, type WebhookDomain } from './webhooks/domain.ts';
 
@@ -27,7 +29,13 @@ import { createWebhookDomain, type WebhookDomain } from './webhooks/domain.ts';
 export interface Composed {
   ctx: AppContext;
   /** The domains, for the CLI's worker command and for tests that drive services directly. */
-  domains: { webhooks: WebhookDomain; fx: FxDomain; beneficiaries: BeneficiaryDomain; payments: PaymentDomain };
+  domains: {
+    webhooks: WebhookDomain;
+    fx: FxDomain;
+    beneficiaries: BeneficiaryDomain;
+    payments: PaymentDomain;
+    reconciliation: ReconciliationDomain;
+  };
   publicApp: FastifyInstance;
   adminApp: FastifyInstance;
   /** Background loops (delivery, settlement, reconciliation); started by main, stopped on shutdown. */
@@ -72,7 +80,8 @@ export async function compose(options: {
   const beneficiaries = createBeneficiaryDomain(ctx);
   const payments = await createPaymentDomain(ctx, { fx, beneficiaries });
   ctx.balances = payments.balances;
-  const domains: Domain[] = [webhooks, fx, beneficiaries, payments];
+  const reconciliation = createReconciliationDomain(ctx, { rails: payments.rails });
+  const domains: Domain[] = [webhooks, fx, beneficiaries, payments, reconciliation];
 
   const authenticate = createAuthenticator({ environment: config.env, keys, nonces });
   const publicApp = await createPublicApp({
@@ -95,6 +104,7 @@ export async function compose(options: {
     token: config.adminToken,
     routes: (app) => {
       registerClientAdminRoutes(app, ctx);
+      registerStatementImportRoutes(app, ctx);
       for (const d of domains) d.registerAdminRoutes?.(app);
     },
   });
@@ -103,7 +113,7 @@ export async function compose(options: {
   const loops: Promise<void>[] = [];
   return {
     ctx,
-    domains: { webhooks, fx, beneficiaries, payments },
+    domains: { webhooks, fx, beneficiaries, payments, reconciliation },
     publicApp,
     adminApp,
     seedHooks: {

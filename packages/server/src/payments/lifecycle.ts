@@ -134,6 +134,13 @@ export async function reverseCompletedPayment(
     targetMinor: current.amountMinor,
   });
   if (!reversed) throw new Error(`payment ${current.id} is completed but has no payout to reverse`);
+  // Like any failed payment, it no longer counts against the key's daily limit.
+  await returnDailyAllowance(q, {
+    keyId: current.keyId,
+    rail: current.rail,
+    madeAt: current.createdAt,
+    amountMinor: current.amountMinor,
+  });
   const updated = await updateStatus(q, current.id, {
     state: 'failed',
     subStatus: 'declined',

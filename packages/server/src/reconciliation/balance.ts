@@ -1,0 +1,223 @@
+import type { Db, Queryable } from '../db/db.ts';
+import { bankAccountId } from '../ledger/accounts.ts';
+import { houseBalance } from '../ledger/ledger.ts';
+import type { StatementSource } from '../rails/rail.ts';
+import type { Clock } from '../shared/clock.ts';
+import { minorFromDb } from '../shared/money.ts';
+import { resolveOpenBalanceMismatch, upsertBalanceMismatch } from './exceptions.ts';
+
+/**
+ * The balance check: the bank's reported balance against the ledger's bank account, per currency.
+ *
+ *   bank = baseline + ledger + explained + unexplained
+ *
+ * - baseline: what the bank holds that the ledger never saw (the account's opening balance), taken at the
+ *   first check; a person resolving a mismatch accepts its difference into it.
+ * - explained: the known timing and evidence differences: statement lines the ledger does not hold (lines in
+ *   exceptions, a debit awaiting its return, a debit and return paired on a failed payment), completed payouts
+ *   whose debit the bank has not shown yet (the debit watch, flagged or not), and fundings whose credit has
+ *   not been seen (counted against).
+ * - unexplained: the rest. Non-zero on `persistChecks` consecutive checks → one open balance_mismatch for
+ *   the currency (kept up to date, never one per cycle) and the gauge; back to zero → closed by itself.
+ *
+ * Run only when ingestion has caught up (the balance and the ingested statement then describe the same
+ * moment; a line that shows between the two is a one-check blip the persistence rule absorbs).
+ */
+export interface BalanceDeps {
+  db: Db;
+  clock: Clock;
+  source: StatementSource;
+  intervalMs: number;
+  /** Consecutive checks with an unexplained difference before it is an exception. Default 3. */
+  persistChecks?: number;
+  logger: { warn(obj: object, msg: string): void };
+  onChecked?: (currency: string, unexplainedMinor: bigint) => void;
+}
+
+export interface BalanceFigures {
+  ledgerMinor: bigint;
+  unbookedLinesMinor: bigint;
+  payoutsAwaitingDebitMinor: bigint;
+  fundingsAwaitingCreditMinor: bigint;
+  explainedMinor: bigint;
+}
+
+/** The ledger's side and the explained part, read in the caller's transaction. */
+export async function balanceFigures(q: Queryable, currency: string): Promise<BalanceFigures> {
+  const { rows } = await q.query<{ unbooked: string; watched: string; fundings: string }>(
+    `SELECT
+       coalesce((SELECT sum(CASE WHEN direction = 'credit' THEN amount_minor ELSE -amount_minor END)
+                   FROM recon_lines WHERE NOT booked AND currency = $1), 0)::text AS unbooked,
+       coalesce((SELECT sum(amount_minor) FROM recon_debit_watch WHERE currency = $1), 0)::text AS watched,
+       coalesce((SELECT sum(f.amount_minor) FROM fundings f
+                  WHERE f.currency = $1 AND NOT EXISTS (SELECT 1 FROM recon_lines l WHERE l.funding_id = f.id)), 0)::text
+         AS fundings`,
+    [currency],
+  );
+  const r = rows[0]!;
+  const unbooked = minorFromDb(r.unbooked);
+  const watched = minorFromDb(r.watched);
+  const fundings = minorFromDb(r.fundings);
+  return {
+    // The service's own accounts keep no cached total: the bank account's balance is the sum of its postings.
+    ledgerMinor: await houseBalance(q, bankAccountId(currency)),
+    unbookedLinesMinor: unbooked,
+    payoutsAwaitingDebitMinor: watched,
+    fundingsAwaitingCreditMinor: fundings,
+    explainedMinor: unbooked + watched - fundings,
+  };
+}
+
+/** The items behind the explained part, for the exception a person reads (at most `limit` of each). */
+async function explanation(q: Queryable, currency: string, limit: number) {
+  const lines = await q.query<{ bank_line_id: string; direction: string; amount_minor: string; status: string }>(
+    `SELECT bank_line_id, direction, amount_minor, status FROM recon_lines
+      WHERE NOT booked AND currency = $1 ORDER BY id DESC LIMIT $2`,
+    [currency, limit],
+  );
+  const payouts = await q.query<{ payment_id: string; amount_minor: string; flagged: boolean }>(
+    'SELECT payment_id, amount_minor, flagged FROM recon_debit_watch WHERE currency = $1 ORDER BY completed_at DESC LIMIT $2',
+    [currency, limit],
+  );
+  const fundings = await q.query<{ id: string; amount_minor: string }>(
+    `SELECT f.id, f.amount_minor FROM fundings f
+      WHERE f.currency = $1 AND NOT EXISTS (SELECT 1 FROM recon_lines l WHERE l.funding_id = f.id)
+      ORDER BY f.created_at DESC LIMIT $2`,
+    [currency, limit],
+  );
+  return {
+    linesNotInLedger: lines.rows.map((r) => ({
+      bankLineId: r.bank_line_id,
+      direction: r.direction,
+      amountMinor: r.amount_minor,
+      status: r.status,
+    })),
+    payoutsAwaitingDebit: payouts.rows.map((r) => ({
+      paymentId: r.payment_id,
+      amountMinor: r.amount_minor,
+      flaggedMissing: r.flagged,
+    })),
+    fundingsAwaitingCredit: fundings.rows.map((r) => ({ fundingId: r.id, amountMinor: r.amount_minor })),
+  };
+}
+
+export interface BalanceCheckResult {
+  currency: string;
+  bankMinor: bigint;
+  figures: BalanceFigures;
+  baselineMinor: bigint;
+  unexplainedMinor: bigint;
+  streak: number;
+}
+
+export function createBalanceCheck(deps: BalanceDeps) {
+  const persist = deps.persistChecks ?? 3;
+
+  /** Currencies whose check is due: every bank account of the ledger and every currency seen on the statement. */
+  async function dueCurrencies(): Promise<string[]> {
+    const now = deps.clock.now();
+    await deps.db.query(
+      `INSERT INTO recon_balance (currency)
+       SELECT currency FROM ledger_accounts WHERE kind = 'bank' ON CONFLICT (currency) DO NOTHING`,
+    );
+    const { rows } = await deps.db.query<{ currency: string }>(
+      'SELECT currency FROM recon_balance WHERE checked_at IS NULL OR checked_at <= $1 ORDER BY currency',
+      [new Date(now.getTime() - deps.intervalMs)],
+    );
+    return rows.map((r) => r.currency.trim());
+  }
+
+  async function readBank(currencies: readonly string[]): Promise<Map<string, bigint> | null> {
+    const out = new Map<string, bigint>();
+    try {
+      for (const c of currencies) out.set(c, await deps.source.balance(c));
+    } catch (err) {
+      deps.logger.warn({ err, source: deps.source.name }, 'bank balance unavailable; retrying next cycle');
+      return null;
+    }
+    return out;
+  }
+
+  async function compare(currency: string, bankMinor: bigint): Promise<BalanceCheckResult | null> {
+    const result = await deps.db.tx(async (q) => {
+      const now = deps.clock.now();
+      const { rows } = await q.query<{
+        baseline_minor: string | null;
+        checked_at: Date | null;
+        mismatch_streak: number;
+      }>(
+        'SELECT baseline_minor, checked_at, mismatch_streak FROM recon_balance WHERE currency = $1 FOR UPDATE SKIP LOCKED',
+        [currency],
+      );
+      const row = rows[0];
+      // Another process is checking it, or has just done so.
+      if (row === undefined) return null;
+      if (row.checked_at !== null && now.getTime() - row.checked_at.getTime() < deps.intervalMs / 2) return null;
+      const figures = await balanceFigures(q, currency);
+      const difference = bankMinor - figures.ledgerMinor - figures.explainedMinor;
+      const baseline = row.baseline_minor === null ? difference : minorFromDb(row.baseline_minor);
+      const unexplained = difference - baseline;
+      const streak = unexplained === 0n ? 0 : Number(row.mismatch_streak) + 1;
+      await q.query(
+        `UPDATE recon_balance SET baseline_minor = $2, checked_at = $3, bank_minor = $4, ledger_minor = $5,
+                explained_minor = $6, unexplained_minor = $7, mismatch_streak = $8
+          WHERE currency = $1`,
+        [
+          currency,
+          baseline.toString(),
+          now,
+          bankMinor.toString(),
+          figures.ledgerMinor.toString(),
+          figures.explainedMinor.toString(),
+          unexplained.toString(),
+          streak,
+        ],
+      );
+      if (unexplained === 0n) {
+        await resolveOpenBalanceMismatch(q, currency, 'the difference went away: bank and ledger agree again', now);
+      } else if (streak >= persist) {
+        await upsertBalanceMismatch(
+          q,
+          {
+            currency,
+            unexplainedMinor: unexplained,
+            details: {
+              reason: 'unexplained_difference',
+              bankMinor: bankMinor.toString(),
+              ledgerMinor: figures.ledgerMinor.toString(),
+              baselineMinor: baseline.toString(),
+              explainedMinor: figures.explainedMinor.toString(),
+              unexplainedMinor: unexplained.toString(),
+              consecutiveChecks: streak,
+              explainedBy: await explanation(q, currency, 20),
+            },
+          },
+          now,
+        );
+      }
+      return { currency, bankMinor, figures, baselineMinor: baseline, unexplainedMinor: unexplained, streak };
+    });
+    if (result !== null) deps.onChecked?.(currency, result.unexplainedMinor);
+    return result;
+  }
+
+  /**
+   * Checks every due currency. `stillCaughtUp` is asked after the balances are read: when the statement has
+   * moved on meanwhile, the balances may include lines not yet ingested and the check waits for the next pass.
+   */
+  async function checkDue(stillCaughtUp: () => Promise<boolean>): Promise<BalanceCheckResult[]> {
+    const currencies = await dueCurrencies();
+    if (currencies.length === 0) return [];
+    const bank = await readBank(currencies);
+    if (bank === null) return [];
+    if (!(await stillCaughtUp())) return [];
+    const out: BalanceCheckResult[] = [];
+    for (const [currency, minor] of bank) {
+      const r = await compare(currency, minor);
+      if (r !== null) out.push(r);
+    }
+    return out;
+  }
+
+  return { checkDue, compare, dueCurrencies };
+}

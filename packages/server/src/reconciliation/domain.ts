@@ -1,0 +1,114 @@
+import type { AppContext } from '../context.ts';
+import type { Domain } from '../domain.ts';
+import type { RailSetup } from '../rails/registry.ts';
+import { registerReconciliationAdminRoutes } from './admin-routes.ts';
+import { type BalanceCheckResult, createBalanceCheck } from './balance.ts';
+import { type IngestResult, type IngestSummary, ingestNextPage } from './ingest.ts';
+import { createReconciliationMetrics, type ReconciliationMetrics } from './metrics.ts';
+import { createRequery } from './requery.ts';
+import { createWatch } from './watch.ts';
+
+/**
+ * Reconciliation (issue 7): the service's view of the real bank, kept honest every
+ * DISPERSA_RECONCILE_INTERVAL_MS by three loops over the database, each safe with any number of processes:
+ * - statement: ingest and match the bank statement, a batch of pages per transaction; when caught up, the balance check;
+ * - re-query: ask the rail about unknown payments; under_review when the waiting budget runs out;
+ * - watch: completed payouts with no real debit, and debits of failed payments with no return, past the grace
+ *   period (DISPERSA_UNKNOWN_BUDGET_SECONDS) become exceptions.
+ * See docs/reconciliation.md.
+ */
+export interface ReconciliationDomain extends Domain {
+  metrics: ReconciliationMetrics;
+  /**
+   * One full pass, for tests and `worker --once`: the statement to its end, every due re-query, the watch,
+   * the balance check. Bounded.
+   */
+  reconcileOnce(): Promise<ReconcilePass>;
+}
+
+export interface ReconcilePass {
+  pages: number;
+  requeried: number;
+  watched: number;
+  balances: BalanceCheckResult[];
+}
+
+const MAX_PASS_STEPS = 10_000;
+
+export function createReconciliationDomain(
+  ctx: AppContext,
+  deps: { rails: Pick<RailSetup, 'rail' | 'statements'> },
+): ReconciliationDomain {
+  const { db, clock, config, logger } = ctx;
+  const intervalMs = config.reconcileIntervalMs;
+  const budgetMs = config.unknownBudgetSeconds * 1000;
+  const metrics = createReconciliationMetrics();
+  const source = deps.rails.statements;
+
+  // A source that stays down (or a production deployment with no gateway) would log the same warning every
+  // interval: say it once, then again only once a minute while it lasts.
+  const lastWarned = new Map<string, number>();
+  const quietLogger = {
+    warn(obj: object, msg: string) {
+      const now = Date.now();
+      if (now - (lastWarned.get(msg) ?? 0) < 60_000) return;
+      lastWarned.set(msg, now);
+      logger.warn(obj, msg);
+    },
+    error: (obj: object, msg: string) => logger.error(obj, msg),
+  };
+  const onIngested = (s: IngestSummary) => {
+    metrics.linesIngested.inc({ source: source.name }, s.fresh);
+    for (const [kind, n] of Object.entries(s.exceptionsByKind)) metrics.exceptionsOpened.inc({ kind }, n);
+    for (const a of s.actions) metrics.paymentsDecided.inc({ outcome: a.kind });
+  };
+  const ingest = (): Promise<IngestResult> => ingestNextPage({ db, clock, source, logger: quietLogger, onIngested });
+  const balance = createBalanceCheck({
+    db,
+    clock,
+    source,
+    intervalMs,
+    logger: quietLogger,
+    onChecked: (currency, unexplained) => metrics.unexplainedDifference.set({ currency }, Number(unexplained)),
+  });
+  const requery = createRequery({ db, clock, rail: deps.rails.rail, intervalMs, budgetMs, logger });
+  const watch = createWatch({ db, clock, graceMs: budgetMs });
+
+  async function statementNext(): Promise<string | undefined> {
+    const result = await ingest();
+    if (result.kind === 'ingested' || result.kind === 'raced') return result.kind;
+    if (result.kind === 'unavailable') return undefined;
+    await balance.checkDue(async () => (await ingest()).kind === 'caught_up');
+    return undefined;
+  }
+
+  return {
+    metrics,
+    registerAdminRoutes(app) {
+      registerReconciliationAdminRoutes(app, { db, clock });
+    },
+    workers: [
+      { name: 'reconciliation.statement', processNext: statementNext, idleMs: intervalMs },
+      { name: 'reconciliation.requery', processNext: requery.requeryNext, idleMs: intervalMs },
+      { name: 'reconciliation.watch', processNext: watch.checkNext, idleMs: intervalMs },
+    ],
+    async reconcileOnce() {
+      const pass: ReconcilePass = { pages: 0, requeried: 0, watched: 0, balances: [] };
+      for (let i = 0; i < MAX_PASS_STEPS; i++) {
+        const r = await ingest();
+        if (r.kind !== 'ingested' && r.kind !== 'raced') break;
+        pass.pages++;
+      }
+      for (let i = 0; i < MAX_PASS_STEPS && (await requery.requeryNext()) !== undefined; i++) pass.requeried++;
+      // Re-queries may have completed payments whose debits are already stored, or shown new lines: read again.
+      for (let i = 0; i < MAX_PASS_STEPS; i++) {
+        const r = await ingest();
+        if (r.kind !== 'ingested' && r.kind !== 'raced') break;
+        pass.pages++;
+      }
+      for (let i = 0; i < MAX_PASS_STEPS && (await watch.checkNext()) !== undefined; i++) pass.watched++;
+      pass.balances = await balance.checkDue(async () => (await ingest()).kind === 'caught_up');
+      return pass;
+    },
+  };
+}

@@ -1,0 +1,280 @@
+import type { Db, Queryable } from '../db/db.ts';
+import { reverseCompletedPayment, transition } from '../payments/lifecycle.ts';
+import type { StatementPage, StatementSource } from '../rails/rail.ts';
+import type { Clock } from '../shared/clock.ts';
+import { autoResolve, insertLineExceptions, type NewLineException } from './exceptions.ts';
+import { insertLines, loadFacts, markPaired, storedAmong } from './lines.ts';
+import { type BatchResult, matchBatch } from './matcher.ts';
+import { type IncomingLine, toIncoming } from './model.ts';
+import { listParam } from './packed.ts';
+
+/**
+ * Statement ingestion: a batch of the source's pages per transaction. The pages are fetched outside any
+ * transaction; then, in one transaction, the source's cursor is checked (another process may have taken them),
+ * the new lines are stored with what they prove, every decision the batch proves is booked (payment transitions
+ * with their ledger entries and events, exceptions), and the cursor advances. A crash anywhere leaves either
+ * all of it or none of it, and the pages are read again.
+ */
+
+/** Thrown inside the transaction to roll it back: a batch believed new holds lines the statement already has. */
+class AlreadyStored extends Error {}
+
+/** The failure code of a payment whose money the bank sent back. */
+export const RETURNED_FAILURE_CODE = 'returned';
+
+/**
+ * Class id of the two-key advisory lock (`pg_advisory_xact_lock(INGEST_LOCK, 0)`) that serialises ingestion
+ * across sources and processes; whoever calls ingestLines takes it first. The sandbox bank uses 4_242_041/42
+ * and migrate.ts the one-key form, so this cannot collide.
+ */
+export const INGEST_LOCK = 4_242_071;
+
+export interface IngestDeps {
+  db: Db;
+  clock: Clock;
+  source: StatementSource;
+  logger: { warn(obj: object, msg: string): void; error(obj: object, msg: string): void };
+  onIngested?: (summary: IngestSummary) => void;
+  /** Most lines stored in one transaction (pages are read ahead up to it). Default DEFAULT_BATCH_LINES. */
+  maxBatchLines?: number;
+}
+
+export const DEFAULT_BATCH_LINES = 5000;
+
+export interface IngestSummary {
+  lines: number;
+  fresh: number;
+  matched: number;
+  exceptions: number;
+  exceptionsByKind: Record<string, number>;
+  actions: BatchResult['actions'];
+}
+
+export type IngestResult =
+  | { kind: 'ingested'; summary: IngestSummary }
+  | { kind: 'caught_up' }
+  /** Another process stored these pages first. */
+  | { kind: 'raced' }
+  /** The source could not be read (logged); the next cycle tries again. */
+  | { kind: 'unavailable' };
+
+export async function readCursor(q: Queryable, source: string): Promise<string | null> {
+  const { rows } = await q.query<{ cursor: string | null }>('SELECT cursor FROM recon_sources WHERE name = $1', [
+    source,
+  ]);
+  return rows[0]?.cursor ?? null;
+}
+
+async function lockCursor(q: Queryable, source: string, now: Date): Promise<string | null> {
+  await q.query(
+    'INSERT INTO recon_sources (name, cursor, updated_at) VALUES ($1, NULL, $2) ON CONFLICT (name) DO NOTHING',
+    [source, now],
+  );
+  const { rows } = await q.query<{ cursor: string | null }>(
+    'SELECT cursor FROM recon_sources WHERE name = $1 FOR UPDATE',
+    [source],
+  );
+  return rows[0]!.cursor;
+}
+
+/** Reads one page; an error of the source (e.g. GatewayError) is logged and retried next cycle. */
+async function fetchPage(deps: IngestDeps, cursor: string | null): Promise<StatementPage | null> {
+  try {
+    return await deps.source.fetchSince(cursor);
+  } catch (err) {
+    deps.logger.warn({ err, source: deps.source.name }, 'statement source unavailable; retrying next cycle');
+    return null;
+  }
+}
+
+/**
+ * Reads pages ahead until `maxBatchLines` or the end of the statement: they are stored in one transaction, which
+ * costs the same dozen statements and one commit whatever the number of lines. null: the source failed before
+ * giving anything.
+ */
+async function fetchBatch(deps: IngestDeps, cursor: string | null): Promise<StatementPage | null> {
+  const max = deps.maxBatchLines ?? DEFAULT_BATCH_LINES;
+  const lines: StatementPage['lines'] = [];
+  let at = cursor;
+  while (lines.length < max) {
+    const page = await fetchPage(deps, at);
+    if (page === null) {
+      if (lines.length === 0) return null;
+      break;
+    }
+    if (page.lines.length === 0) break;
+    lines.push(...page.lines);
+    // A source that hands out lines without moving its cursor would loop here forever.
+    if (page.cursor === at) break;
+    at = page.cursor;
+  }
+  return { lines, cursor: at };
+}
+
+export async function ingestNextPage(deps: IngestDeps): Promise<IngestResult> {
+  const { db, clock, source } = deps;
+  const cursor = await readCursor(db, source.name);
+  const page = await fetchBatch(deps, cursor);
+  if (page === null) return { kind: 'unavailable' };
+  if (page.lines.length === 0) return { kind: 'caught_up' };
+  const incoming = page.lines.map(toIncoming);
+  const store = (knownNew: boolean) =>
+    db.tx(async (q) => {
+      await q.query('SELECT pg_advisory_xact_lock($1, 0)', [INGEST_LOCK]);
+      const now = clock.now();
+      if ((await lockCursor(q, source.name, now)) !== cursor) return null;
+      const summary = await ingestLines(q, clock, source.name, incoming, { knownNew });
+      await q.query(
+        'UPDATE recon_sources SET cursor = $2, lines_ingested = lines_ingested + $3, updated_at = $4 WHERE name = $1',
+        [source.name, page.cursor, summary.fresh, now],
+      );
+      return summary;
+    });
+  // Lines past the cursor are new but for a source that delivers some again: try that first, and only when
+  // the statement turns out to hold some of them already, start over looking each one up.
+  let summary: IngestSummary | null;
+  try {
+    summary = await store(true);
+  } catch (err) {
+    if (!(err instanceof AlreadyStored)) throw err;
+    summary = await store(false);
+  }
+  if (summary === null) return { kind: 'raced' };
+  deps.onIngested?.(summary);
+  return { kind: 'ingested', summary };
+}
+
+/**
+ * Stores and matches lines inside the caller's transaction (which must hold the ingestion lock when other
+ * writers may run). Lines already stored are skipped: ingestion is idempotent on the bank's line id. With
+ * `knownNew` the lookup is skipped, and finding a stored line throws AlreadyStored (rolling back the batch).
+ */
+export async function ingestLines(
+  q: Queryable,
+  clock: Clock,
+  source: string,
+  lines: readonly IncomingLine[],
+  options: { knownNew?: boolean } = {},
+): Promise<IngestSummary> {
+  const now = clock.now();
+  // Every lookup of a batch is a few hundred keys probed into a large table. Right after a burst of lines the
+  // statistics are stale and the planner picks a hash join over a full scan (~40 ms a lookup instead of ~1.5 ms),
+  // so this transaction asks for nested loops over the indexes.
+  await q.query("SELECT set_config('enable_hashjoin', 'off', true), set_config('enable_mergejoin', 'off', true)");
+  const existing = options.knownNew ? new Set<string>() : await storedAmong(q, lines);
+  const seen = new Set<string>();
+  const fresh = lines.filter((l) => {
+    if (existing.has(l.bankLineId) || seen.has(l.bankLineId)) return false;
+    seen.add(l.bankLineId);
+    return true;
+  });
+  const facts = await loadFacts(q, fresh);
+  const result = matchBatch(fresh, facts);
+  const stored = await insertLines(q, source, result.lines, now);
+  // Decided as new, yet some were there: roll all of it back (the caller starts over with the lookup).
+  if (stored !== result.lines.length) throw new AlreadyStored();
+  const exceptions: NewLineException[] = [];
+  for (const o of result.lines) {
+    if (o.exception === null) continue;
+    exceptions.push({
+      kind: o.exception.kind,
+      bankLineId: o.line.bankLineId,
+      paymentId: o.paymentId,
+      currency: o.line.currency,
+      amountMinor: o.line.amountMinor,
+      details: {
+        reason: o.exception.reason,
+        direction: o.line.direction,
+        reference: o.line.reference,
+        ...(o.exception.relatedBankLineId === null ? {} : { originalBankLineId: o.exception.relatedBankLineId }),
+      },
+    });
+  }
+  await insertLineExceptions(q, exceptions, now);
+  await markPaired(q, result.pairedAwaiting);
+  await applyActions(q, clock, result);
+  const exceptionsByKind: Record<string, number> = {};
+  for (const e of exceptions) exceptionsByKind[e.kind] = (exceptionsByKind[e.kind] ?? 0) + 1;
+  return {
+    lines: lines.length,
+    fresh: fresh.length,
+    matched: result.lines.filter((o) => o.status === 'matched').length,
+    exceptions: exceptions.length,
+    exceptionsByKind,
+    actions: result.actions,
+  };
+}
+
+async function applyActions(q: Queryable, clock: Clock, result: BatchResult): Promise<void> {
+  const debited: string[] = [];
+  const finished: string[] = [];
+  for (const action of result.actions) {
+    switch (action.kind) {
+      case 'complete': {
+        const moved = await transition(q, clock, action.paymentId, { state: 'completed', subStatus: null });
+        expectMoved(moved.kind, action);
+        debited.push(action.paymentId);
+        finished.push(action.paymentId);
+        break;
+      }
+      case 'fail_returned': {
+        const moved = await transition(q, clock, action.paymentId, {
+          state: 'failed',
+          subStatus: 'declined',
+          failureCode: RETURNED_FAILURE_CODE,
+        });
+        expectMoved(moved.kind, action);
+        finished.push(action.paymentId);
+        break;
+      }
+      case 'debit_confirmed':
+        debited.push(action.paymentId);
+        break;
+      case 'reverse': {
+        const moved = await reverseCompletedPayment(q, clock, action.paymentId, RETURNED_FAILURE_CODE);
+        expectMoved(moved.kind, action);
+        break;
+      }
+    }
+  }
+  if (debited.length > 0) {
+    // The watch row goes first. A watch check racing this batch (it does not wait for completed payments) either
+    // committed its flag before the DELETE, which then waits for it and returns the row as flagged, so the
+    // missing_debit it opened is resolved below; or it finds the row gone.
+    const ids = listParam(debited);
+    const { rows } = await q.query<{ payment_id: string; flagged: boolean }>(
+      `DELETE FROM recon_debit_watch WHERE payment_id IN (${ids.rows(1)}) RETURNING payment_id, flagged`,
+      [ids.value],
+    );
+    const flagged = rows.filter((r) => r.flagged).map((r) => r.payment_id);
+    const debitOf = new Map<string, string>();
+    for (const o of result.lines) {
+      if (o.matchKind === 'payout' && o.paymentId !== null) debitOf.set(o.paymentId, o.line.bankLineId);
+    }
+    await autoResolve(
+      q,
+      {
+        kind: 'missing_debit',
+        paymentIds: flagged,
+        notes: flagged.map((id) => `the debit arrived late: bank line ${debitOf.get(id) ?? '?'}`),
+      },
+      clock.now(),
+    );
+  }
+  if (finished.length > 0) {
+    const ids = listParam(finished);
+    await q.query(`DELETE FROM recon_requery WHERE payment_id IN (${ids.rows(1)})`, [ids.value]);
+  }
+  const currencies = [...new Set(result.lines.map((o) => o.line.currency))];
+  if (currencies.length > 0) {
+    await q.query('INSERT INTO recon_balance (currency) SELECT unnest($1::text[]) ON CONFLICT (currency) DO NOTHING', [
+      currencies,
+    ]);
+  }
+}
+
+// The payments were locked when the facts were read, so the move the matcher chose must apply; anything else
+// is a bug, and throwing rolls the whole batch back for the next cycle to retry.
+function expectMoved(kind: string, action: BatchResult['actions'][number]): void {
+  if (kind !== 'moved') throw new Error(`reconciliation: ${action.kind} of ${action.paymentId} was ${kind}`);
+}
