@@ -21,6 +21,7 @@ import { formatTable } from '../packages/server/bench/report.ts';
  *   BENCH_PRESIGN_SECONDS  longest pre-signing per run (default 30); the rest is signed in the loop
  *   BENCH_CPU_PROF      directory: write a V8 CPU profile of the server there
  *   BENCH_WEBHOOK       0: skip the webhook delivery bench (packages/server/bench/webhook-delivery.ts)
+ *   BENCH_RECONCILIATION  0: skip the reconciliation bench (packages/server/bench/reconciliation.ts)
  *   BENCH_OUT           results file (default bench/bench-results.json)
  */
 
@@ -139,9 +140,23 @@ async function main(): Promise<void> {
     }
   }
 
+  // Statement lines reconciled per second (100,000 lines; PostgreSQL when DATABASE_URL is set, else embedded).
+  let reconciliation: unknown = null;
+  if (process.env['BENCH_RECONCILIATION'] !== '0') {
+    log('reconciliation bench:');
+    try {
+      const { benchReconciliation } = await import('../packages/server/bench/reconciliation.ts');
+      reconciliation = await benchReconciliation();
+      log(JSON.stringify(reconciliation, null, 2));
+    } catch (err) {
+      reconciliation = { error: err instanceof Error ? err.message : String(err) };
+      log(`reconciliation bench failed: ${String(err)}`);
+    }
+  }
+
   await writeFile(
     out,
-    `${JSON.stringify({ at: new Date().toISOString(), machine, seconds, connections, clients, results, skipped, webhookDelivery }, null, 2)}\n`,
+    `${JSON.stringify({ at: new Date().toISOString(), machine, seconds, connections, clients, results, skipped, webhookDelivery, reconciliation }, null, 2)}\n`,
   );
   log(`results written to ${out}`);
 }
