@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { expectLedgerSound } from '../support/ledger.ts';
-import { balanceOf, newKey, PM, pay } from '../support/payments.ts';
+import { balanceOf, newKey, PM } from '../support/payments.ts';
 import { startTestServer, type TestServer } from '../support/test-server.ts';
 
 let server: TestServer;
