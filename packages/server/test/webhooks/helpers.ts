@@ -1,12 +1,9 @@
-import { randomBytes } from 'node:crypto';
 import { createServer, type IncomingHttpHeaders, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import pg from 'pg';
 import type { Db, Queryable } from '../../src/db/db.ts';
-import { createEmbeddedDb } from '../../src/db/embedded.ts';
-import { migrate } from '../../src/db/migrate.ts';
 import { createPostgresDb } from '../../src/db/postgres.ts';
 import { randomId } from '../../src/shared/ids.ts';
+import { createTestDb } from '../support/test-db.ts';
 
 /**
  * Test support for the webhook tests: a migrated database (PGlite in memory, or with DATABASE_URL a
@@ -20,40 +17,21 @@ export interface WebhookTestDb {
   close(): Promise<void>;
 }
 
-async function adminQuery(baseUrl: string, sql: string): Promise<void> {
-  const client = new pg.Client({ connectionString: baseUrl });
-  await client.connect();
-  try {
-    await client.query(sql);
-  } finally {
-    await client.end();
-  }
-}
-
 export async function openTestDb(): Promise<WebhookTestDb> {
-  const baseUrl = process.env['DATABASE_URL'];
-  if (!baseUrl) {
-    const db = await createEmbeddedDb(null);
-    await migrate(db);
-    return { db, openAnother: () => null, close: () => db.close() };
-  }
-  const name = `webhooks_t_${randomBytes(6).toString('hex')}`;
-  await adminQuery(baseUrl, `CREATE DATABASE ${name}`);
-  const url = new URL(baseUrl);
-  url.pathname = `/${name}`;
-  const db = createPostgresDb(url.toString(), { max: 10 });
+  const t = await createTestDb();
+  const url = t.url;
+  if (url === null) return { db: t.db, openAnother: () => null, close: t.close };
   const others: Db[] = [];
-  await migrate(db);
   return {
-    db,
+    db: t.db,
     openAnother() {
-      const other = createPostgresDb(url.toString(), { max: 10 });
+      const other = createPostgresDb(url, { max: 10 });
       others.push(other);
       return other;
     },
     async close() {
-      await Promise.all([db, ...others].map((d) => d.close()));
-      await adminQuery(baseUrl, `DROP DATABASE IF EXISTS ${name} WITH (FORCE)`);
+      await Promise.all(others.map((d) => d.close()));
+      await t.close();
     },
   };
 }

@@ -1,12 +1,11 @@
-import { randomBytes } from 'node:crypto';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
-import pg from 'pg';
 import type { Db } from '../../../src/db/db.ts';
 import { createEmbeddedDb } from '../../../src/db/embedded.ts';
 import { migrate } from '../../../src/db/migrate.ts';
 import { createPostgresDb } from '../../../src/db/postgres.ts';
+import { createTestDatabaseUrl } from '../../support/test-db.ts';
 
 /**
  * A migrated database of this test file's own: a fresh PostgreSQL database when DATABASE_URL is set
@@ -23,8 +22,7 @@ export interface TestDb {
 }
 
 export async function openTestDb(options: { persistent?: boolean } = {}): Promise<TestDb> {
-  const url = process.env.DATABASE_URL;
-  if (url) return openPostgres(url);
+  if (process.env.DATABASE_URL) return openPostgres();
   return options.persistent ? openEmbeddedDir() : openEmbeddedMemory();
 }
 
@@ -61,37 +59,22 @@ async function openEmbeddedDir(): Promise<TestDb> {
   );
 }
 
-async function openPostgres(adminUrl: string): Promise<TestDb> {
-  const name = `dispersa_sandbox_${randomBytes(6).toString('hex')}`;
-  const admin = new pg.Client({ connectionString: adminUrl });
-  await admin.connect();
-  try {
-    await admin.query(`CREATE DATABASE ${name}`);
-  } finally {
-    await admin.end();
-  }
-  const url = new URL(adminUrl);
-  url.pathname = `/${name}`;
-  let db = createPostgresDb(url.toString(), { max: 5 });
+async function openPostgres(): Promise<TestDb> {
+  const { url, drop } = await createTestDatabaseUrl();
+  let db = createPostgresDb(url, { max: 5 });
   await migrate(db);
   return handle(
     () => db,
     async () => {
       await db.close();
-      db = createPostgresDb(url.toString(), { max: 5 });
+      db = createPostgresDb(url, { max: 5 });
       await migrate(db);
       return db;
     },
     async () => {
       // Tolerates a test that closed the connection itself.
       await db.close().catch(() => {});
-      const dropper = new pg.Client({ connectionString: adminUrl });
-      await dropper.connect();
-      try {
-        await dropper.query(`DROP DATABASE IF EXISTS ${name}`);
-      } finally {
-        await dropper.end();
-      }
+      await drop();
     },
   );
 }
