@@ -8,6 +8,7 @@ import { ledgerViolations } from '../../src/ledger/invariants.ts';
 import { availableBalance } from '../../src/ledger/ledger.ts';
 import { createLogger } from '../../src/logger.ts';
 import { resolvePayment } from '../../src/payments/resolve.ts';
+import { insertServiceClient } from '../support/service-client.ts';
 import { createTestDb, type TestDb } from '../support/test-db.ts';
 
 /**
@@ -69,24 +70,7 @@ const op: fc.Arbitrary<Op> = fc.oneof(
 
 let run = 0;
 
-async function newClient(): Promise<AuthContext> {
-  const db = testDb.db;
-  const id = `cli_prop_${run}_${Math.random().toString(36).slice(2)}`;
-  const keyId = `key_${id}`;
-  await db.query("INSERT INTO clients (id, name, currency) VALUES ($1, 'prop', 'VES')", [id]);
-  await db.query(
-    `INSERT INTO api_keys (id, client_id, environment, key_hash, public_key_spki_pem, public_key_fingerprint)
-     VALUES ($1, $2, 'sandbox', $3, 'unused', 'unused')`,
-    [keyId, id, Buffer.from(keyId)],
-  );
-  for (const rail of ['PM', 'CCE']) {
-    await db.query(
-      'INSERT INTO key_limits (key_id, rail, per_payment_max_minor, daily_max_minor) VALUES ($1, $2, 1000000000, 100000000000)',
-      [keyId, rail],
-    );
-  }
-  return { keyId, clientId: id, clientCurrency: 'VES', environment: 'sandbox', fingerprint: 'unused' };
-}
+const newClient = (): Promise<AuthContext> => insertServiceClient(testDb.db, `cli_prop_${run}`);
 
 describe('ledger properties', () => {
   it('invariants hold and available = funded − completed − held after any sequence', async () => {

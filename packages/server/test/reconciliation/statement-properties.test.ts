@@ -9,6 +9,7 @@ import { createLogger } from '../../src/logger.ts';
 import type { SandboxBank } from '../../src/rails/sandbox/bank.ts';
 import { createReconciliationDomain, type ReconciliationDomain } from '../../src/reconciliation/domain.ts';
 import { ManualClock } from '../../src/shared/clock.ts';
+import { insertServiceClient } from '../support/service-client.ts';
 import { createTestDb, type TestDb } from '../support/test-db.ts';
 
 /**
@@ -71,24 +72,7 @@ async function pass(): Promise<void> {
   await Promise.all([recon.reconcileOnce(), recon2.reconcileOnce()]);
 }
 
-async function newClient(): Promise<AuthContext> {
-  const db = testDb.db;
-  const id = `cli_rp_${run}_${Math.random().toString(36).slice(2)}`;
-  const keyId = `key_${id}`;
-  await db.query("INSERT INTO clients (id, name, currency) VALUES ($1, 'prop', 'VES')", [id]);
-  await db.query(
-    `INSERT INTO api_keys (id, client_id, environment, key_hash, public_key_spki_pem, public_key_fingerprint)
-     VALUES ($1, $2, 'sandbox', $3, 'unused', 'unused')`,
-    [keyId, id, Buffer.from(keyId)],
-  );
-  for (const rail of ['PM', 'CCE']) {
-    await db.query(
-      'INSERT INTO key_limits (key_id, rail, per_payment_max_minor, daily_max_minor) VALUES ($1, $2, 1000000000, 100000000000)',
-      [keyId, rail],
-    );
-  }
-  return { keyId, clientId: id, clientCurrency: 'VES', environment: 'sandbox', fingerprint: 'unused' };
-}
+const newClient = (): Promise<AuthContext> => insertServiceClient(testDb.db, `cli_rp_${run}`);
 
 const DESTINATIONS = {
   PM: { rail: 'PM', beneficiary: '04141234567', bankCode: '0102', docType: 'V', docNumber: '1' },
