@@ -44,7 +44,7 @@ export function parseFlags(
     };
   }
   try {
-    const parsed = parseArgs({ args: [...args], options, allowPositionals: true, strict: true });
+    const parsed = parseArgs({ args: positionalsLast(args, specs), options, allowPositionals: true, strict: true });
     return { values: { ...parsed.values } as FlagValues, positionals: parsed.positionals };
   } catch (err) {
     const code = (err as { code?: unknown }).code;
@@ -54,6 +54,39 @@ export function parseFlags(
     // node's own text goes on about positionals starting with '-', which misleads more than it helps here.
     throw new UsageError(unknown ? `unknown flag ${unknown[1]}` : message.split('. ')[0]!, command);
   }
+}
+
+/**
+ * Puts every positional after a `--`, in order, so that parseArgs never reads one as flags. Signing key ids are
+ * base64url and one in 64 starts with '-': `retire-key -xdGO...` must retire that key, not fail on flag -x.
+ * A single-dash token longer than two characters is therefore a value (we define no groups of short flags),
+ * and a string flag's value is taken whatever it starts with.
+ */
+function positionalsLast(args: readonly string[], specs: OptionSpecs): string[] {
+  const shortNames = new Map<string, string>();
+  for (const [name, spec] of Object.entries(specs)) if (spec.short) shortNames.set(spec.short, name);
+  const flags: string[] = [];
+  const positionals: string[] = [];
+  for (let i = 0; i < args.length; i++) {
+    const arg = args[i]!;
+    if (arg === '--') {
+      positionals.push(...args.slice(i + 1));
+      break;
+    }
+    const name = arg.startsWith('--')
+      ? arg.slice(2)
+      : arg.length === 2 && arg.startsWith('-')
+        ? (shortNames.get(arg[1]!) ?? arg)
+        : undefined;
+    if (name === undefined) {
+      positionals.push(arg);
+    } else if (!name.includes('=') && specs[name]?.type === 'string' && i + 1 < args.length) {
+      flags.push(`--${name}=${args[++i]}`);
+    } else {
+      flags.push(arg);
+    }
+  }
+  return [...flags, '--', ...positionals];
 }
 
 /** Accessors that turn parsed flags into checked values. */

@@ -39,6 +39,26 @@ describe('flags', () => {
     expect(() => flagsOf({}, 'x').required('alias')).toThrow('--alias is required');
   });
 
+  it('reads an argument or a flag value that starts with a dash as a value, not as flags', () => {
+    const specs = {
+      reason: { type: 'string' as const, description: '' },
+      pretty: { type: 'boolean' as const, description: '' },
+      help: { type: 'boolean' as const, short: 'h', description: '' },
+    };
+    // A base64url signing key id starts with '-' one time in 64.
+    expect(parseFlags(['-xdGOYrZUGJuy3kF61fSiMWPtw5J6yc_j37Rqju4XmE', '--pretty'], specs)).toEqual({
+      values: { pretty: true },
+      positionals: ['-xdGOYrZUGJuy3kF61fSiMWPtw5J6yc_j37Rqju4XmE'],
+    });
+    expect(parseFlags(['a', '--reason', '-late', 'b', '-h'], specs)).toEqual({
+      values: { reason: '-late', help: true },
+      positionals: ['a', 'b'],
+    });
+    expect(parseFlags(['--pretty', '--', '--not-a-flag'], specs).positionals).toEqual(['--not-a-flag']);
+    expect(() => parseFlags(['-x'], specs)).toThrow('unknown flag -x');
+    expect(() => parseFlags(['--reason'], specs)).toThrow(UsageError);
+  });
+
   it('reads per-rail limits', () => {
     expect(parseLimitFlag('pm:100:1000')).toEqual({ rail: 'PM', perPaymentMaxMinor: '100', dailyMaxMinor: '1000' });
     expect(() => parseLimitFlag('PM:1.5:2')).toThrow(UsageError);
