@@ -6,15 +6,22 @@ import { createAuthenticator } from './auth/authenticate.ts';
 import { createNonceStore } from './auth/nonce-store.ts';
 import { type BeneficiaryDomain, createBeneficiaryDomain } from './beneficiaries/domain.ts';
 import type { Config } from './config.ts';
+import { registerConsoleRoutes } from './console/routes.ts';
 import type { AppContext } from './context.ts';
 import type { Db } from './db/db.ts';
 import type { Domain } from './domain.ts';
 import { createFxDomain, type FxDomain } from './fx/domain.ts';
+import { createReadiness, type Readiness } from './health/readiness.ts';
+import { registerReadinessRoute } from './health/routes.ts';
 import { createAdminApp } from './http/admin-app.ts';
 import { type PendingRoute, registerPendingRoutes } from './http/pending-routes.ts';
 import { createPublicApp } from './http/public-app.ts';
 import { registerIdentityRoutes } from './identity/routes.ts';
 import { registerMetaRoutes } from './meta/routes.ts';
+import { registerDatabaseGauges, registerPoolGauges } from './metrics/database-gauges.ts';
+import { requestObserver } from './metrics/http-metrics.ts';
+import { createMetrics, type Metrics } from './metrics/metrics.ts';
+import { registerMetricsRoute } from './metrics/routes.ts';
 import { createPaymentDomain, type PaymentDomain } from './payments/domain.ts';
 import { createReconciliationDomain, type ReconciliationDomain } from './reconciliation/domain.ts';
 import type { SeedHooks } from './sandbox/first-start.ts';
@@ -38,6 +45,9 @@ export interface Composed {
   };
   publicApp: FastifyInstance;
   adminApp: FastifyInstance;
+  metrics: Metrics;
+  /** GET /readyz; stop() turns it to not ready first. */
+  readiness: Readiness;
   /** Background loops (delivery, settlement, reconciliation); started by main, stopped on shutdown. */
   startWorkers(): void;
   /** What sandbox first start needs from the domains (funding, rates). */
@@ -68,12 +78,18 @@ export async function compose(options: {
   db: Db;
   logger: Logger;
   clock?: Clock;
+  /** Default: a fresh registry of this service's own. */
+  metrics?: Metrics;
 }): Promise<Composed> {
   const { config, db, logger } = options;
   const clock = options.clock ?? systemClock;
+  const metrics = options.metrics ?? createMetrics();
+  registerDatabaseGauges({ db, clock, registry: metrics.registry });
+  registerPoolGauges(db, metrics.registry);
+  const readiness = createReadiness({ db });
   const keys = createApiKeyService({ db });
   const nonces = createNonceStore({ db });
-  const ctx: AppContext = { config, db, clock, logger, version: SERVICE_VERSION, keys };
+  const ctx: AppContext = { config, db, clock, logger, version: SERVICE_VERSION, keys, metrics };
 
   const webhooks = await createWebhookDomain(ctx);
   const fx = createFxDomain(ctx);
@@ -88,7 +104,9 @@ export async function compose(options: {
     logger,
     authenticate,
     version: SERVICE_VERSION,
+    onResponse: requestObserver(metrics, 'public'),
     routes: (app) => {
+      registerReadinessRoute(app, readiness);
       registerMetaRoutes(app, { ...ctx, railIsSimulated: () => payments.railIsSimulated() });
       registerIdentityRoutes(app, { ...ctx, webhookViewOf: (clientId) => webhooks.webhookViewOf(clientId) });
       for (const d of domains) d.registerPublicRoutes?.(app);
@@ -102,7 +120,12 @@ export async function compose(options: {
   const adminApp = await createAdminApp({
     logger,
     token: config.adminToken,
+    metricsToken: config.metricsToken,
+    onResponse: requestObserver(metrics, 'admin'),
     routes: (app) => {
+      registerReadinessRoute(app, readiness);
+      registerMetricsRoute(app, metrics);
+      registerConsoleRoutes(app);
       registerClientAdminRoutes(app, ctx);
       registerStatementImportRoutes(app, ctx);
       for (const d of domains) d.registerAdminRoutes?.(app);
@@ -116,6 +139,8 @@ export async function compose(options: {
     domains: { webhooks, fx, beneficiaries, payments, reconciliation },
     publicApp,
     adminApp,
+    metrics,
+    readiness,
     seedHooks: {
       fund: (clientId, amountMinor, reference) => payments.fundForSeed(clientId, amountMinor, reference),
       ensureRate: (base) => fx.ensureRate(base),
@@ -129,9 +154,10 @@ export async function compose(options: {
       }
     },
     async stop() {
-      await Promise.allSettled([publicApp.close(), adminApp.close()]);
+      readiness.markStopping();
+      // The listeners drain their requests while the loops finish their current item; then the domains stop.
       abort.abort();
-      await Promise.allSettled(loops);
+      await Promise.allSettled([publicApp.close(), adminApp.close(), ...loops]);
       await Promise.allSettled(domains.map((d) => d.stop?.()));
     },
   };

@@ -48,6 +48,10 @@ export interface Config {
   webhookAllowInsecure: boolean;
   serviceLimits: ServiceLimit[];
   logLevel: string;
+  /** Read-only bearer token of GET /metrics (the admin token works too). null: none. */
+  metricsToken: string | null;
+  /** On SIGTERM, how long /readyz answers 503 while the listeners still serve, so load balancers move away first. */
+  shutdownDelayMs: number;
   /** Production rail: where the operator's bank gateway adapter listens. null: not configured. */
   bankGateway: BankGatewayConfig | null;
 }
@@ -196,6 +200,10 @@ export function loadConfig(env: Env = process.env): Config {
   if (adminToken !== null && adminToken.length < 16) {
     throw new ConfigError('DISPERSA_ADMIN_TOKEN', 'must be at least 16 characters');
   }
+  const metricsToken = raw(env, 'DISPERSA_METRICS_TOKEN') ?? null;
+  if (metricsToken !== null && metricsToken.length < 16) {
+    throw new ConfigError('DISPERSA_METRICS_TOKEN', 'must be at least 16 characters');
+  }
   const databaseUrl = parseDatabaseUrl(env);
   const allowEmbeddedInProduction = boolean(env, 'DISPERSA_ALLOW_EMBEDDED_IN_PRODUCTION', false);
   if (environment === 'production' && databaseUrl === null && !allowEmbeddedInProduction) {
@@ -241,6 +249,9 @@ export function loadConfig(env: Env = process.env): Config {
     webhookAllowInsecure,
     serviceLimits: parseServiceLimits(env),
     logLevel,
+    metricsToken,
+    // The whole shutdown must fit in 10 s: at most 5 of them waiting for load balancers.
+    shutdownDelayMs: integer(env, 'DISPERSA_SHUTDOWN_DELAY_MS', 0, 0, 5000),
     bankGateway: parseBankGateway(env),
   };
 }

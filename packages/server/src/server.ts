@@ -17,6 +17,31 @@ function urlOf(address: string | { address: string; port: number } | null): stri
   return `http://${host}:${address.port}`;
 }
 
+/** A listener that cannot be opened: the operator's setting is wrong (address in use, not this host's, no right). */
+export class ListenError extends Error {
+  constructor(message: string) {
+    super(message);
+    this.name = 'ListenError';
+  }
+}
+
+const LISTEN_FAILURES: Record<string, string> = {
+  EADDRINUSE: 'address already in use',
+  EADDRNOTAVAIL: 'address not available on this host',
+  EACCES: 'permission denied',
+  ENOTFOUND: 'host name not found',
+};
+
+async function listen(app: Composed['publicApp'], host: string, port: number, variables: string): Promise<void> {
+  try {
+    await app.listen({ host, port });
+  } catch (err) {
+    const reason = LISTEN_FAILURES[(err as NodeJS.ErrnoException).code ?? ''];
+    if (reason === undefined) throw err;
+    throw new ListenError(`cannot listen on ${host}:${port}: ${reason} (${variables})`);
+  }
+}
+
 /** Builds the service on an open database, seeds a fresh sandbox, and starts both listeners and the workers. */
 export async function start(options: {
   config: Config & { adminToken: string };
@@ -28,8 +53,18 @@ export async function start(options: {
 }): Promise<Running> {
   const composed = await compose(options);
   const demo = options.seedDemo === false ? null : await seedSandboxIfEmpty(composed.ctx, composed.seedHooks);
-  await composed.publicApp.listen({ host: options.config.host, port: options.config.port });
-  await composed.adminApp.listen({ host: options.config.adminHost, port: options.config.adminPort });
+  try {
+    await listen(composed.publicApp, options.config.host, options.config.port, 'DISPERSA_HOST, DISPERSA_PORT');
+    await listen(
+      composed.adminApp,
+      options.config.adminHost,
+      options.config.adminPort,
+      'DISPERSA_ADMIN_HOST, DISPERSA_ADMIN_PORT',
+    );
+  } catch (err) {
+    await composed.stop();
+    throw err;
+  }
   const baseUrl = urlOf(composed.publicApp.server.address());
   const adminUrl = urlOf(composed.adminApp.server.address());
   composed.startWorkers();

@@ -1,9 +1,10 @@
 import type { FastifyInstance } from 'fastify';
 import { parsePublicKeyPem } from '../auth/public-key.ts';
-import { createClient, getClient } from '../clients/service.ts';
+import { createClient, getClient, listClients } from '../clients/service.ts';
 import type { AppContext } from '../context.ts';
 import { sendPayload } from '../http/envelope.ts';
 import { httpError } from '../http/errors.ts';
+import { pageLimit } from '../http/pagination.ts';
 import { effectiveLimits, limitsConfigured, limitToPublic, parseLimits, setKeyLimits } from '../limits/service.ts';
 import { isoTime } from '../shared/money.ts';
 
@@ -24,6 +25,30 @@ export function registerClientAdminRoutes(app: FastifyInstance, ctx: AppContext)
       { clientId: c.clientId, name: c.name, currency: c.currency, createdAt: isoTime(c.createdAt) },
       { code: 201 },
     );
+  });
+
+  app.get<{ Querystring: { cursor?: string; limit?: string } }>('/admin/v1/clients', async (request, reply) => {
+    const { cursor } = request.query;
+    if (cursor !== undefined && (await getClient(ctx.db, cursor)) === null) {
+      throw httpError(400, 'cursor must be an id from a previous page');
+    }
+    const page = await listClients(ctx.db, { before: cursor, limit: pageLimit(request.query.limit) });
+    const data = [];
+    for (const c of page.items) {
+      const balance = ctx.balances ? await ctx.balances.available(ctx.db, c.clientId, c.currency) : null;
+      data.push({
+        clientId: c.clientId,
+        name: c.name,
+        currency: c.currency,
+        createdAt: isoTime(c.createdAt),
+        balance: balance === null ? null : { currency: c.currency, availableMinor: balance.toString() },
+      });
+    }
+    return sendPayload(request, reply, {
+      data,
+      hasMore: page.hasMore,
+      nextCursor: page.items.at(-1)?.clientId ?? null,
+    });
   });
 
   app.get<{ Params: IdParams }>('/admin/v1/clients/:clientId', async (request, reply) => {

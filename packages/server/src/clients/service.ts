@@ -54,3 +54,17 @@ export async function countClients(q: Queryable): Promise<number> {
   const { rows } = await q.query<{ n: string }>('SELECT count(*)::text AS n FROM clients');
   return Number(rows[0]!.n);
 }
+
+/** Newest first; `before` is the id of the last client of the previous page. */
+export async function listClients(
+  q: Queryable,
+  options: { before?: string; limit: number },
+): Promise<{ items: Client[]; hasMore: boolean }> {
+  const { rows } = await q.query<ClientRow>(
+    `SELECT id, name, currency, created_at FROM clients
+      WHERE $1::text IS NULL OR (created_at, id) < (SELECT created_at, id FROM clients WHERE id = $1)
+      ORDER BY created_at DESC, id DESC LIMIT $2`,
+    [options.before ?? null, options.limit + 1],
+  );
+  return { items: rows.slice(0, options.limit).map(toClient), hasMore: rows.length > options.limit };
+}

@@ -26,6 +26,16 @@ export interface Db extends Queryable {
   /** Runs fn in one transaction: committed when fn resolves, rolled back when it throws. */
   tx<T>(fn: (q: Queryable) => Promise<T>, options?: TxOptions): Promise<T>;
   close(): Promise<void>;
+  /** Connection pool use (PostgreSQL); absent on the embedded database, which has one connection. */
+  poolStats?(): PoolStats;
+}
+
+export interface PoolStats {
+  /** Connections open, idle among them, requests waiting for one, and the ceiling. */
+  total: number;
+  idle: number;
+  waiting: number;
+  max: number;
 }
 
 export function isRetryableTxError(err: unknown): boolean {

@@ -5,8 +5,22 @@ import { createEmbeddedDb } from './embedded.ts';
 import { migrate } from './migrate.ts';
 import { createPostgresDb } from './postgres.ts';
 
+/** What start-up says while it waits (main.ts logs it); each step may take seconds on a first start. */
+export type Progress = (message: string, fields?: Record<string, unknown>) => void;
+
 /** Opens the configured database and brings its schema up to date. */
-export async function openDatabase(options: { databaseUrl: string | null; dataDir: string | null }): Promise<Db> {
+export async function openDatabase(options: {
+  databaseUrl: string | null;
+  dataDir: string | null;
+  progress?: Progress;
+}): Promise<Db> {
+  const progress = options.progress ?? (() => {});
+  const started = Date.now();
+  progress(
+    options.databaseUrl !== null
+      ? 'connecting to PostgreSQL (DATABASE_URL)'
+      : 'opening the embedded database (a first start creates it, which takes a few seconds)',
+  );
   let db: Db;
   if (options.databaseUrl !== null) {
     db = createPostgresDb(options.databaseUrl);
@@ -18,7 +32,9 @@ export async function openDatabase(options: { databaseUrl: string | null; dataDi
     db = await createEmbeddedDb(null);
   }
   try {
-    await migrate(db);
+    progress('applying pending migrations');
+    const applied = await migrate(db);
+    progress('database ready', { applied: applied.length, ms: Date.now() - started });
   } catch (err) {
     await db.close();
     throw err;

@@ -18,7 +18,8 @@ function wrap(client: pg.Pool | pg.PoolClient): Queryable {
 }
 
 export function createPostgresDb(url: string, options: { max?: number } = {}): Db {
-  const pool = new pg.Pool({ connectionString: url, max: options.max ?? 32 });
+  const max = options.max ?? 32;
+  const pool = new pg.Pool({ connectionString: url, max });
   // An idle client losing its connection must not crash the process; the pool replaces it.
   pool.on('error', () => {});
   const base = wrap(pool);
@@ -30,6 +31,14 @@ export function createPostgresDb(url: string, options: { max?: number } = {}): D
       const retries = opts.retries ?? 5;
       for (let attempt = 0; ; attempt++) {
         const client = await pool.connect();
+        // A connection cut between two statements of the transaction (database restarted, backend terminated)
+        // emits 'error' on the checked-out client: without a listener that would crash the process. The next
+        // statement fails instead, and the transaction with it; the connection is then dropped, not pooled.
+        let lost = false;
+        const onLost = () => {
+          lost = true;
+        };
+        client.on('error', onLost);
         try {
           await client.query('BEGIN');
           const result = await fn(wrap(client));
@@ -40,12 +49,14 @@ export function createPostgresDb(url: string, options: { max?: number } = {}): D
           if (attempt < retries && isRetryableTxError(err)) continue;
           throw err;
         } finally {
-          client.release();
+          client.off('error', onLost);
+          client.release(lost);
         }
       }
     },
     async close() {
       await pool.end();
     },
+    poolStats: () => ({ total: pool.totalCount, idle: pool.idleCount, waiting: pool.waitingCount, max }),
   };
 }

@@ -3,6 +3,7 @@ import { getClient } from '../clients/service.ts';
 import type { Queryable } from '../db/db.ts';
 import { sendPayload } from '../http/envelope.ts';
 import { httpError } from '../http/errors.ts';
+import { registerQuoteListingRoute } from './quote-listing.ts';
 import { listRatePublications } from './rate-history.ts';
 import { PUBLISH_RATE_STATUS, type PublishRateInput, type RateService, toPublicRate } from './rates.ts';
 
@@ -76,6 +77,8 @@ export function registerFxAdminRoutes(app: FastifyInstance, deps: FxAdminRouteDe
     if (result.kind !== 'published') throw httpError(PUBLISH_RATE_STATUS[result.kind], result.message);
     return sendPayload(request, reply, toPublicRate(result.rate), { code: PUBLISH_RATE_STATUS.published });
   });
+
+  registerQuoteListingRoute(app, { db });
 
   app.get('/admin/v1/rates', async (request, reply) => {
     const query = request.query as Record<string, unknown>;

@@ -122,7 +122,7 @@ export interface QuoteServiceDeps {
 const CLIENT_LOCK_NAMESPACE = 4_242_051;
 const TOTAL_LOCK_NAMESPACE = 4_242_052;
 
-interface QuoteRow {
+export interface QuoteRow {
   quote_id: string;
   client_id: string;
   request_fingerprint: string;
@@ -138,10 +138,10 @@ interface QuoteRow {
   used_at: Date | null;
 }
 
-const QUOTE_COLUMNS = `quote_id, client_id, request_fingerprint, amount_type, source_currency, source_amount_minor,
+export const QUOTE_COLUMNS = `quote_id, client_id, request_fingerprint, amount_type, source_currency, source_amount_minor,
   target_amount_minor, rate_id, rate_scaled, created_at, expires_at, used_by_payment_id, used_at`;
 
-function quoteFromRow(row: QuoteRow): Quote {
+export function quoteFromRow(row: QuoteRow): Quote {
   return {
     quoteId: row.quote_id,
     clientId: row.client_id,

@@ -1,4 +1,4 @@
-import Fastify, { type FastifyInstance, LogController } from 'fastify';
+import Fastify, { type FastifyInstance, type FastifyReply, type FastifyRequest, LogController } from 'fastify';
 import type { Logger } from 'pino';
 import { randomId } from '../shared/ids.ts';
 import { formatValidationError, HttpError } from './errors.ts';
@@ -8,14 +8,19 @@ import './fastify-types.ts';
  * What the public and the operator listener share: JSON bodies kept as raw bytes (the signature covers them),
  * schema validation that names the field, the `{ error }` body for every failure, and a traceId per request.
  */
-export function buildFastify(logger: Logger, options: { bodyLimit?: number } = {}): FastifyInstance {
+export function buildFastify(
+  logger: Logger,
+  options: { bodyLimit?: number; onResponse?: (request: FastifyRequest, reply: FastifyReply) => void } = {},
+): FastifyInstance {
   const app: FastifyInstance = Fastify({
     loggerInstance: logger,
     genReqId: () => randomId('tr', 10),
     logController: new LogController({ requestIdLogLabel: 'traceId' }),
     requestIdHeader: false,
     bodyLimit: options.bodyLimit ?? 1024 * 1024,
-    return503OnClosing: true,
+    // A request that reaches a closing listener on a connection kept alive is served (the database is still open),
+    // with `connection: close`, instead of a 503 the client would have to retry.
+    return503OnClosing: false,
     forceCloseConnections: 'idle',
     ajv: {
       // verbose: errors carry their schema, so a field's errorMessage can name the rule it broke.
@@ -41,10 +46,21 @@ export function buildFastify(logger: Logger, options: { bodyLimit?: number } = {
   }) as unknown as FastifyInstance;
 
   app.decorateRequest('auth', null);
+  // From the moment close() begins, every answer, including those of requests already in flight, tells the client
+  // not to reuse its connection: it then never sends a request on a socket the server is about to close.
+  let draining = false;
+  app.addHook('preClose', async () => {
+    draining = true;
+  });
   // Error bodies are `{ error }` only; the header carries the trace id support asks for on every answer.
   app.addHook('onSend', async (request, reply) => {
     void reply.header('x-trace-id', request.id);
+    if (draining) void reply.header('connection', 'close');
   });
+  const onResponse = options.onResponse;
+  if (onResponse) {
+    app.addHook('onResponse', async (request, reply) => onResponse(request, reply));
+  }
 
   // Bodies stay raw: the signature covers the exact bytes, and JSON is parsed only after it verifies.
   app.removeAllContentTypeParsers();

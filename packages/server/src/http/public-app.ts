@@ -1,5 +1,5 @@
 import swagger from '@fastify/swagger';
-import type { FastifyInstance } from 'fastify';
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { Logger } from 'pino';
 import type { Authenticator } from '../auth/authenticate.ts';
 import { buildFastify } from './build-fastify.ts';
@@ -10,13 +10,14 @@ export interface PublicAppOptions {
   logger: Logger;
   authenticate: Authenticator;
   version: string;
+  onResponse?: (request: FastifyRequest, reply: FastifyReply) => void;
   /** Registers the domain routes; each domain owns its own plugin. */
   routes: (app: FastifyInstance) => void | Promise<void>;
 }
 
 /** The public listener: /health and /v2. Order of checks per request: content-type → authentication → body. */
 export async function createPublicApp(options: PublicAppOptions): Promise<FastifyInstance> {
-  const app = buildFastify(options.logger);
+  const app = buildFastify(options.logger, { onResponse: options.onResponse });
 
   await app.register(swagger, {
     openapi: {

@@ -31,7 +31,6 @@ export interface BalanceDeps {
   /** Consecutive checks with an unexplained difference before it is an exception. Default 3. */
   persistChecks?: number;
   logger: { warn(obj: object, msg: string): void };
-  onChecked?: (currency: string, unexplainedMinor: bigint) => void;
 }
 
 export interface BalanceFigures {
@@ -197,7 +196,6 @@ export function createBalanceCheck(deps: BalanceDeps) {
       }
       return { currency, bankMinor, figures, baselineMinor: baseline, unexplainedMinor: unexplained, streak };
     });
-    if (result !== null) deps.onChecked?.(currency, result.unexplainedMinor);
     return result;
   }
 

@@ -42,7 +42,7 @@ export function createReconciliationDomain(
   const { db, clock, config, logger } = ctx;
   const intervalMs = config.reconcileIntervalMs;
   const budgetMs = config.unknownBudgetSeconds * 1000;
-  const metrics = createReconciliationMetrics();
+  const metrics = createReconciliationMetrics(ctx.metrics.registry);
   const source = deps.rails.statements;
 
   // A source that stays down (or a production deployment with no gateway) would log the same warning every
@@ -69,7 +69,6 @@ export function createReconciliationDomain(
     source,
     intervalMs,
     logger: quietLogger,
-    onChecked: (currency, unexplained) => metrics.unexplainedDifference.set({ currency }, Number(unexplained)),
   });
   const requery = createRequery({ db, clock, rail: deps.rails.rail, intervalMs, budgetMs, logger });
   const watch = createWatch({ db, clock, graceMs: budgetMs });

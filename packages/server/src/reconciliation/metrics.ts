@@ -1,46 +1,42 @@
-import { Counter, Gauge, Registry } from 'prom-client';
+import { Counter, Registry } from 'prom-client';
 
 /**
- * Reconciliation's metrics, in a registry of its own: several services in one process (tests) must not
- * collide in prom-client's global one. Whoever exposes metrics later merges it (Registry.merge).
- * Gauge values are numbers; a difference beyond 2^53 minor units would lose precision there, never in the
- * exception, which keeps the exact amount.
+ * Reconciliation's counters, in the registry of the service (GET /metrics), or one of their own when none is
+ * given: several services in one process (tests) must not collide in prom-client's global one. The balance
+ * and the open exceptions are gauges read from the database (metrics/database-gauges.ts), so that every process
+ * reports them, not only the one whose loop made the last check.
  */
 export interface ReconciliationMetrics {
   registry: Registry;
   linesIngested: Counter<'source'>;
   exceptionsOpened: Counter<'kind'>;
   paymentsDecided: Counter<'outcome'>;
-  unexplainedDifference: Gauge<'currency'>;
 }
 
-export function createReconciliationMetrics(): ReconciliationMetrics {
-  const registry = new Registry();
+/** A second reconciliation domain on one registry (tests run several) counts into the same counters. */
+function counter<L extends string>(registry: Registry, config: { name: string; help: string; labelNames: L[] }) {
+  const existing = registry.getSingleMetric(config.name);
+  if (existing instanceof Counter) return existing as Counter<L>;
+  return new Counter({ ...config, registers: [registry] });
+}
+
+export function createReconciliationMetrics(registry: Registry = new Registry()): ReconciliationMetrics {
   return {
     registry,
-    linesIngested: new Counter({
+    linesIngested: counter(registry, {
       name: 'dispersa_reconciliation_lines_ingested_total',
       help: 'Statement lines stored, per source',
       labelNames: ['source'],
-      registers: [registry],
     }),
-    exceptionsOpened: new Counter({
+    exceptionsOpened: counter(registry, {
       name: 'dispersa_reconciliation_line_exceptions_total',
       help: 'Statement lines that became an exception at ingestion, per kind',
       labelNames: ['kind'],
-      registers: [registry],
     }),
-    paymentsDecided: new Counter({
+    paymentsDecided: counter(registry, {
       name: 'dispersa_reconciliation_payments_decided_total',
       help: 'Payments moved by the statement evidence, per move',
       labelNames: ['outcome'],
-      registers: [registry],
-    }),
-    unexplainedDifference: new Gauge({
-      name: 'dispersa_reconciliation_balance_unexplained_minor',
-      help: 'Bank balance minus ledger, baseline and explained differences, in minor units, per currency',
-      labelNames: ['currency'],
-      registers: [registry],
     }),
   };
 }

@@ -56,6 +56,8 @@ export async function loadDemoSetup(dataDir: string): Promise<DemoSetup | null> 
 export async function seedSandboxIfEmpty(ctx: AppContext, hooks: SeedHooks): Promise<DemoSetup | null> {
   if (ctx.config.env !== 'sandbox') return null;
   if ((await countClients(ctx.db)) > 0) return loadDemoSetup(ctx.config.dataDir);
+  const started = Date.now();
+  ctx.logger.info('seeding the sandbox: two demo clients with RSA keys, limits and funded balances');
 
   const dir = path.join(ctx.config.dataDir, 'demo');
   await mkdir(dir, { recursive: true });
@@ -96,6 +98,7 @@ export async function seedSandboxIfEmpty(ctx: AppContext, hooks: SeedHooks): Pro
   }
   const setup: DemoSetup = { clients };
   await writeFile(credentialsFile(ctx.config.dataDir), JSON.stringify(setup, null, 2), { mode: 0o600 });
+  ctx.logger.info({ ms: Date.now() - started }, 'sandbox seeded');
   return setup;
 }
 

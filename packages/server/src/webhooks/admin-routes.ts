@@ -66,6 +66,37 @@ export function registerWebhookAdminRoutes(app: FastifyInstance, deps: WebhookAd
     return sendPayload(request, reply, { eventId: request.params.eventId, deliveryStatus: 'pending' });
   });
 
+  app.get<{ Params: { eventId: string } }>('/admin/v1/webhooks/events/:eventId', async (request, reply) => {
+    const e = await deps.deliveries.event(request.params.eventId);
+    if (e === null) throw httpError(404, 'event not found');
+    return sendPayload(request, reply, {
+      ...e,
+      nextAttemptAt: e.nextAttemptAt === null ? null : isoTime(e.nextAttemptAt),
+      createdAt: isoTime(e.createdAt),
+      deliveredAt: e.deliveredAt === null ? null : isoTime(e.deliveredAt),
+      attemptLog: e.attemptLog.map((a) => ({ ...a, attemptedAt: isoTime(a.attemptedAt) })),
+      replays: e.replays.map((r) => ({ ...r, createdAt: isoTime(r.createdAt) })),
+    });
+  });
+
+  app.post<{ Params: { eventId: string } }>('/admin/v1/webhooks/events/:eventId/replay', async (request, reply) => {
+    const body = request.body as Record<string, unknown>;
+    const result = await deps.deliveries.replay(request.params.eventId, {
+      note: body['note'],
+      requestedBy: body['requestedBy'],
+    });
+    if (!result.ok) {
+      if (result.error === 'invalid') throw httpError(400, result.message ?? 'invalid body');
+      if (result.error === 'not_found') throw httpError(404, 'event not found');
+      throw httpError(409, 'the event is still pending: it is already on its way');
+    }
+    return sendPayload(request, reply, {
+      eventId: request.params.eventId,
+      previousStatus: result.fromStatus,
+      deliveryStatus: 'pending',
+    });
+  });
+
   app.get('/admin/v1/webhooks/keys', async (request, reply) => {
     const keys = await deps.keys.list();
     return sendPayload(request, reply, {

@@ -43,6 +43,8 @@ export interface DeliveryWorkerDeps {
   random?: () => number;
   /** Where a failure of a launched delivery goes when processNext has already returned (pipelined mode). */
   onError?: (err: unknown) => void;
+  /** Told of every recorded attempt (metrics). */
+  onOutcome?: (outcome: DeliveryOutcome) => void;
 }
 
 export interface DeliveryWorker extends DeliveryLog {
@@ -161,7 +163,9 @@ export function createDeliveryWorker(deps: DeliveryWorkerDeps): DeliveryWorker {
     const iat = Math.floor(attemptedAt.getTime() / 1000);
     const signature = await signDetachedAsync(body, { kid: signer.kid, privateKey: signer.privateKey, iat });
     const result = await post({ url, body, eventId: event.id, attempt: event.attempt, signature });
-    await recorder.record(outcomeOf(event, url, result, attemptedAt));
+    const outcome = outcomeOf(event, url, result, attemptedAt);
+    await recorder.record(outcome);
+    deps.onOutcome?.(outcome);
   }
 
   async function processNext(): Promise<string | undefined> {

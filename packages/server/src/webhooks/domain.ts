@@ -79,6 +79,7 @@ export async function createWebhookDomain(ctx: AppContext, options: WebhookDomai
     },
     webhookUrlFor,
     onError: (err) => logger.error({ err }, 'recording a webhook delivery failed; it is retried after its lease'),
+    onOutcome: (o) => ctx.metrics.webhookDelivery(o.status === 'pending' ? 'retrying' : o.status, o.durationMs / 1000),
   });
   // New events wait at most this long; small retry bases (tests) poll faster so retries are on time.
   const idleMs = Math.max(10, Math.min(100, config.webhookRetryBaseMs));

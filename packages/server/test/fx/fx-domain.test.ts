@@ -4,6 +4,7 @@ import { loadConfig } from '../../src/config.ts';
 import type { AppContext } from '../../src/context.ts';
 import { createFxDomain, SANDBOX_RATE } from '../../src/fx/domain.ts';
 import { createLogger } from '../../src/logger.ts';
+import { createMetrics } from '../../src/metrics/metrics.ts';
 import { ManualClock } from '../../src/shared/clock.ts';
 import { countRows, type FxTestDb, insertClient, openFxTestDb } from './fx-test-db.ts';
 
@@ -37,6 +38,7 @@ function context(env: 'sandbox' | 'production'): AppContext {
     logger: createLogger('silent'),
     version: 'test',
     keys: createApiKeyService({ db: t.db }),
+    metrics: createMetrics({ processMetrics: false }),
   };
 }
 

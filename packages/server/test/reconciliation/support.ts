@@ -2,6 +2,7 @@ import type { FastifyInstance } from 'fastify';
 import type { Db } from '../../src/db/db.ts';
 import { createAdminApp } from '../../src/http/admin-app.ts';
 import { ledgerViolations } from '../../src/ledger/invariants.ts';
+import { createMetrics } from '../../src/metrics/metrics.ts';
 import { createReconciliationDomain, type ReconciliationDomain } from '../../src/reconciliation/domain.ts';
 import type { Clock } from '../../src/shared/clock.ts';
 import type { Answer } from '../support/signed-client.ts';
@@ -39,7 +40,9 @@ export async function startReconServer(options: {
   });
   const { ctx, domains } = server.running;
   const config = { ...ctx.config, reconcileIntervalMs: options.intervalMs ?? 100 };
-  const recon = createReconciliationDomain({ ...ctx, config }, { rails: domains.payments.rails });
+  // Its counters in a registry of its own: the service's already holds the service's reconciliation counters.
+  const metrics = createMetrics({ processMetrics: false });
+  const recon = createReconciliationDomain({ ...ctx, config, metrics }, { rails: domains.payments.rails });
   let extra: FastifyInstance | null = null;
   let extraUrl = '';
   if (!server.running.adminApp.hasRoute(EXCEPTIONS_ROUTE)) {

@@ -69,15 +69,23 @@ export async function worker(ctx: CommandContext): Promise<unknown> {
     throw err;
   }
   const adminToken = config.adminToken ?? (await sandboxAdminToken(config.dataDir)).token;
-  const logger = createLogger(config.logLevel);
-  const db = await openDatabase({ databaseUrl: config.databaseUrl, dataDir: config.dataDir });
+  const { logDestination } = await import('../../log-output.ts');
+  const logger = createLogger(config.logLevel, logDestination());
+  const db = await openDatabase({
+    databaseUrl: config.databaseUrl,
+    dataDir: config.dataDir,
+    progress: (message, fields) => logger.info(fields ?? {}, message),
+  });
   const running = await runWorkersOnly({ config: { ...config, adminToken }, db, logger });
   ctx.note(`workers running (${config.env}, ${db.kind} database); Ctrl-C stops`);
   await new Promise<void>((resolve) => {
     if (ctx.io.signal.aborted) resolve();
     ctx.io.signal.addEventListener('abort', () => resolve(), { once: true });
   });
+  const began = Date.now();
+  logger.info('shutting down: workers finish their current items');
   await running.stop();
   await db.close();
+  logger.info({ ms: Date.now() - began }, 'dispersa worker stopped');
   return PRINTED;
 }
