@@ -1,4 +1,5 @@
 import path from 'node:path';
+import { FAILPOINTS } from './shared/failpoints.ts';
 
 /**
  * Every environment variable of the operator contract (section 2), parsed and validated once.
@@ -24,6 +25,8 @@ export interface BankGatewayConfig {
 
 export interface Config {
   env: Environment;
+  /** Crash points for the crash tests (shared/failpoints.ts); empty in any real deployment. */
+  failpoints: string[];
   host: string;
   port: number;
   adminHost: string;
@@ -43,6 +46,10 @@ export interface Config {
   /** How long a payment may stay `processing` after it was handed to its rail before it is presumed interrupted. */
   dispatchTimeoutMs: number;
   sandboxSettleMs: number;
+  /** Payment batches run side by side (a client's payments always share one lane). */
+  paymentLanes: number;
+  /** The most payment requests one batch carries. */
+  paymentMaxBatch: number;
   webhookRetryBaseMs: number;
   webhookMaxAttempts: number;
   webhookAllowInsecure: boolean;
@@ -225,8 +232,22 @@ export function loadConfig(env: Env = process.env): Config {
     );
   }
 
+  const failpoints = (raw(env, 'DISPERSA_FAILPOINTS') ?? '')
+    .split(',')
+    .map((f) => f.trim())
+    .filter((f) => f !== '');
+  for (const f of failpoints) {
+    if (!(FAILPOINTS as readonly string[]).includes(f)) {
+      throw new ConfigError('DISPERSA_FAILPOINTS', `unknown crash point "${f}" (known: ${FAILPOINTS.join(', ')})`);
+    }
+  }
+  if (failpoints.length > 0 && environment === 'production') {
+    throw new ConfigError('DISPERSA_FAILPOINTS', 'must not be set in production: it kills the process on purpose');
+  }
+
   return {
     env: environment,
+    failpoints,
     host: raw(env, 'DISPERSA_HOST') ?? '127.0.0.1',
     port: port(env, 'DISPERSA_PORT', 8080),
     adminHost: raw(env, 'DISPERSA_ADMIN_HOST') ?? '127.0.0.1',
@@ -244,6 +265,8 @@ export function loadConfig(env: Env = process.env): Config {
     reconcileIntervalMs: integer(env, 'DISPERSA_RECONCILE_INTERVAL_MS', 5000, 10, 86_400_000),
     sandboxSettleMs: integer(env, 'DISPERSA_SANDBOX_SETTLE_MS', 2000, 0, 86_400_000),
     dispatchTimeoutMs: integer(env, 'DISPERSA_DISPATCH_TIMEOUT_MS', 30_000, 1_000, 3_600_000),
+    paymentLanes: integer(env, 'DISPERSA_PAYMENT_LANES', 2, 1, 64),
+    paymentMaxBatch: integer(env, 'DISPERSA_PAYMENT_MAX_BATCH', 256, 1, 1024),
     webhookRetryBaseMs: integer(env, 'DISPERSA_WEBHOOK_RETRY_BASE_MS', 1000, 1, 3_600_000),
     webhookMaxAttempts: integer(env, 'DISPERSA_WEBHOOK_MAX_ATTEMPTS', 12, 1, 100),
     webhookAllowInsecure,

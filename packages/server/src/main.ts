@@ -4,6 +4,7 @@ import { logDestination } from './log-output.ts';
 import { createLogger } from './logger.ts';
 import { sandboxAdminToken } from './sandbox/admin-token.ts';
 import { ListenError, start } from './server.ts';
+import { armFailpoints } from './shared/failpoints.ts';
 import { sleep } from './shared/run-worker.ts';
 
 /** Exit status of a start refused because of the operator's settings (bad variable, port in use). */
@@ -26,6 +27,7 @@ async function main(): Promise<void> {
     if (err instanceof ConfigError) refuse(EXIT_SETTINGS, `configuration error: ${err.message}`);
     throw err;
   }
+  armFailpoints(config.failpoints);
   // stdout carries JSON log lines only; on a terminal, readable lines, and the banner with them.
   const onTerminal = process.stdout.isTTY === true;
   const logger = createLogger(config.logLevel, logDestination());

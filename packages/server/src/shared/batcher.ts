@@ -1,0 +1,81 @@
+/**
+ * Group commit in the application. Callers add items one at a time; a lane runs one batch at a time, and
+ * whatever arrived while its batch was in flight (up to maxBatch) becomes the next batch. Under light load a batch
+ * is a single item, so latency stays that of one call; under load the fixed cost of a round trip and a commit is
+ * shared by the whole batch. Items with the same lane key always share a lane, which keeps the hot rows of one
+ * client (its balance) in one lane instead of contended between lanes.
+ */
+
+export interface BatcherOptions<I, O> {
+  lanes: number;
+  maxBatch: number;
+  /** Runs one batch; answers one result per item, in order. A throw fails every item of the batch. */
+  run(items: I[]): Promise<BatchResult<O>[]>;
+}
+
+/** One item's result: its value, or the error its own caller receives (the other items are unaffected). */
+export type BatchResult<O> = { ok: true; value: O } | { ok: false; error: unknown };
+
+interface Waiting<I, O> {
+  item: I;
+  resolve(value: O): void;
+  reject(err: unknown): void;
+}
+
+interface Lane<I, O> {
+  queue: Waiting<I, O>[];
+  running: boolean;
+}
+
+export interface Batcher<I, O> {
+  add(item: I, laneKey: string): Promise<O>;
+  /** Resolves once every lane is idle (used when shutting down). */
+  drained(): Promise<void>;
+}
+
+export function createBatcher<I, O>(options: BatcherOptions<I, O>): Batcher<I, O> {
+  const lanes: Lane<I, O>[] = Array.from({ length: Math.max(1, options.lanes) }, () => ({ queue: [], running: false }));
+  const idleWaiters: (() => void)[] = [];
+
+  function laneOf(key: string): Lane<I, O> {
+    let h = 0;
+    for (let i = 0; i < key.length; i++) h = (h * 31 + key.charCodeAt(i)) | 0;
+    return lanes[Math.abs(h) % lanes.length]!;
+  }
+
+  async function drive(lane: Lane<I, O>): Promise<void> {
+    lane.running = true;
+    while (lane.queue.length > 0) {
+      const batch = lane.queue.splice(0, options.maxBatch);
+      let results: BatchResult<O>[];
+      try {
+        results = await options.run(batch.map((w) => w.item));
+        if (results.length !== batch.length) throw new Error(`batch of ${batch.length} answered ${results.length}`);
+      } catch (err) {
+        for (const w of batch) w.reject(err);
+        continue;
+      }
+      batch.forEach((w, i) => {
+        const r = results[i]!;
+        if (r.ok) w.resolve(r.value);
+        else w.reject(r.error);
+      });
+    }
+    lane.running = false;
+    if (lanes.every((l) => !l.running)) for (const wake of idleWaiters.splice(0)) wake();
+  }
+
+  return {
+    add(item, laneKey) {
+      return new Promise<O>((resolve, reject) => {
+        const lane = laneOf(laneKey);
+        lane.queue.push({ item, resolve, reject });
+        if (!lane.running) void drive(lane);
+      });
+    },
+    drained() {
+      if (lanes.every((l) => !l.running)) return Promise.resolve();
+      return new Promise((resolve) => idleWaiters.push(resolve));
+    },
+  };
+}
