@@ -88,7 +88,7 @@ export async function compose(options: {
   registerPoolGauges(db, metrics.registry);
   const readiness = createReadiness({ db });
   const keys = createApiKeyService({ db });
-  const nonces = createNonceStore({ db });
+  const nonces = createNonceStore({ db, onBatch: (size) => metrics.observeNonceBatch(size) });
   const ctx: AppContext = { config, db, clock, logger, version: SERVICE_VERSION, keys, metrics };
 
   const webhooks = await createWebhookDomain(ctx);

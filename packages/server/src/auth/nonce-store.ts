@@ -38,13 +38,21 @@ function laneOf(keyId: string): number {
   return Math.abs(h) % LANES;
 }
 
-export function createNonceStore({ db }: { db: Db }): NonceStore {
+export function createNonceStore({
+  db,
+  onBatch,
+}: {
+  db: Db;
+  /** Told the size of each flush (metrics). */
+  onBatch?: (size: number) => void;
+}): NonceStore {
   const lanes = Array.from({ length: LANES }, () => ({ queue: [] as Pending[], flushing: false }));
 
   async function flush(lane: { queue: Pending[]; flushing: boolean }): Promise<void> {
     while (lane.queue.length > 0) {
       const batch = lane.queue.slice(0, MAX_BATCH);
       lane.queue = lane.queue.slice(batch.length);
+      onBatch?.(batch.length);
       try {
         const { rows } = await db.query<{ pos: number; verdict: NonceVerdict }>(
           'SELECT pos, verdict FROM consume_nonces($1::text[], $2::numeric[], $3::boolean[])',

@@ -1,255 +1,150 @@
-import { randomBytes } from 'node:crypto';
 import type { AuthContext } from '../auth/authenticate.ts';
 import type { BeneficiaryDomain, StoredDestination } from '../beneficiaries/domain.ts';
 import type { Config } from '../config.ts';
 import type { Db } from '../db/db.ts';
 import { sourceForPayment } from '../fx/convert.ts';
-import type { QuoteService } from '../fx/quotes.ts';
 import type { RateService } from '../fx/rates.ts';
-import { noRateMessage } from '../fx/rates.ts';
-import { placeHold, releaseHold } from '../ledger/ledger.ts';
 import type { Clock } from '../shared/clock.ts';
-import { recordPaymentEvent } from './events.ts';
 import { paymentFingerprint } from './fingerprint.ts';
-import type { PaymentState, SubStatus } from './model.ts';
-import { findByIdempotencyKey, insertPayment, nextPaymentSeq, type Payment, paymentIdOf } from './repository.ts';
+import type { Payment } from './repository.ts';
 import { parsePaymentRequest } from './request.ts';
-import {
-  checkLimits,
-  type RuleViolation,
-  returnDailyAllowance,
-  takeDailyAllowance,
-  VIOLATION_MESSAGE,
-} from './rules.ts';
+import type { RuleViolation } from './rules.ts';
 
 /**
- * POST /v2/payments up to the point where funds are held: validation, destination, idempotency, quote or rate,
- * rules, hold, and the payment row with its rail reference, all in one short transaction. The rail is called
- * afterwards by dispatch.ts, outside any transaction.
+ * POST /v2/payments before the batch: the checks that need nothing but the request (and, for a stored
+ * beneficiary, its destination): the body's rules, the destination, the fingerprint, the rate for a non-VES
+ * balance. What needs the database's current state under lock (reused key, archive, quote, limits, balance,
+ * daily allowance) is decided for the whole batch by reserve.ts; what is decided here travels with the item.
  */
 
-export type CreateOutcome =
+/** Why a request creates nothing; the route layer turns each into its status and text (routes.ts). */
+export type Refusal =
+  | { reason: 'invalid'; message: string }
+  | { reason: 'beneficiary_not_found' }
+  | { reason: 'beneficiary_archived' }
+  | { reason: 'key_reused' }
+  | { reason: 'quote_not_found' }
+  | { reason: 'quote_amount_mismatch'; targetAmountMinor: bigint }
+  | { reason: 'quote_used' }
+  | { reason: 'no_rate'; currency: string };
+
+/** The answer of the payment path to one request, in domain terms. */
+export type CreateResult =
   | { kind: 'created'; payment: Payment }
   | { kind: 'replayed'; payment: Payment }
-  | { kind: 'rejected'; payment: Payment; message: string }
-  | { kind: 'error'; status: 400 | 404 | 409 | 503; message: string };
+  | { kind: 'rejected'; payment: Payment; violation: RuleViolation }
+  | ({ kind: 'refused' } & Refusal);
 
-export interface CreateDeps {
+/** One validated request, as the reserve phase takes it (JSON to the reserve_payments SQL function). */
+export interface ReserveItem {
+  client: string;
+  key: string;
+  idem: string;
+  fingerprint: string;
+  amountMinor: string;
+  rail: string;
+  account: string;
+  bankCode: string | null;
+  docType: string | null;
+  docNumber: string | null;
+  beneficiaryName: string | null;
+  beneficiaryId: string | null;
+  sourceCurrency: string;
+  /** The amount leaving the balance; replaced by the quote's when a quote is cited. */
+  sourceAmountMinor: string;
+  quoteId: string | null;
+  rateId: string | null;
+  /** A non-VES balance, no quote, and no rate in force: 503 unless the key was used already. */
+  noRate: boolean;
+  /** rejected_by_us code decided here (rail not enabled, destination incomplete): a failed payment, 201. */
+  refused: string | null;
+  servicePerPaymentMaxMinor: string | null;
+  serviceDailyMaxMinor: string | null;
+}
+
+export interface PrepareDeps {
   db: Db;
   clock: Clock;
   config: Pick<Config, 'rails' | 'serviceLimits'>;
-  rates: RateService;
-  quotes: QuoteService;
+  rates: Pick<RateService, 'inForce'>;
   beneficiaries: Pick<BeneficiaryDomain, 'resolveForPayment'>;
 }
 
-const fail = (status: 400 | 404 | 409 | 503, message: string): CreateOutcome => ({ kind: 'error', status, message });
+export type Prepared = { kind: 'item'; item: ReserveItem } | ({ kind: 'refused' } & Refusal);
 
-/** The identifier the bank sees: unique by construction (the sequence), unguessable, within bank charset limits. */
-export function railReferenceFor(seq: bigint): string {
-  return `DSP${seq.toString(36).toUpperCase().padStart(10, '0')}${randomBytes(4).toString('hex').toUpperCase()}`;
-}
+const refused = (r: Refusal): Prepared => ({ kind: 'refused', ...r });
 
-class DuplicateKey extends Error {}
-class QuoteTaken extends Error {}
-class BeneficiaryArchived extends Error {}
-
-interface Decision {
-  state: PaymentState;
-  subStatus: SubStatus;
-  failureCode: string | null;
-  violation: RuleViolation | null;
-}
-
-export async function createPayment(
-  deps: CreateDeps,
+export async function preparePayment(
+  deps: PrepareDeps,
   auth: AuthContext,
   idempotencyKey: string,
   body: Record<string, unknown>,
-): Promise<CreateOutcome> {
+): Promise<Prepared> {
   const parsed = parsePaymentRequest(body);
-  if (!parsed.ok) return fail(400, parsed.error);
+  if (!parsed.ok) return refused({ reason: 'invalid', message: parsed.error });
   const request = parsed.request;
 
   let destination: StoredDestination;
   let beneficiaryId: string | null = null;
-  let beneficiaryActive = true;
   if (request.way === 'beneficiary') {
     const found = await deps.beneficiaries.resolveForPayment(deps.db, auth.clientId, request.beneficiaryId);
-    if (found.kind === 'not_found') return fail(404, 'beneficiary not found');
+    if (found.kind === 'not_found') return refused({ reason: 'beneficiary_not_found' });
+    // An archived one is refused by the reserve phase, after the reused-key check (a replay still answers 200).
     destination = found.destination;
     beneficiaryId = found.beneficiaryId;
-    beneficiaryActive = found.active;
   } else {
     destination = request.destination;
   }
 
-  const fingerprint = paymentFingerprint({ amountMinor: request.amountMinor, destination, quoteId: request.quoteId });
-  const replay = await replayOf(deps, auth.clientId, idempotencyKey, fingerprint);
-  if (replay !== null) return replay;
-  if (!beneficiaryActive) return fail(404, 'beneficiary not found: it is archived');
-
-  // The source side: what leaves the client's balance, in its own currency.
   let sourceAmountMinor = request.amountMinor;
   let rateId: string | null = null;
-  let quoteExpired = false;
-  if (request.quoteId !== null) {
-    const quote = await deps.quotes.peek(deps.db, request.quoteId, auth.clientId);
-    if (quote === null) return fail(404, 'quote not found');
-    if (quote.targetAmountMinor !== request.amountMinor) {
-      return fail(400, `amountMinor must equal the quote's targetAmountMinor (${quote.targetAmountMinor})`);
-    }
-    if (quote.usedByPaymentId !== null) return fail(409, 'quote already used');
-    sourceAmountMinor = quote.sourceAmountMinor;
-    rateId = quote.rateId;
-    quoteExpired = quote.expiresAt.getTime() <= deps.clock.now().getTime();
-  } else if (auth.clientCurrency !== 'VES') {
+  let noRate = false;
+  if (request.quoteId === null && auth.clientCurrency !== 'VES') {
     const rate = await deps.rates.inForce(auth.clientId, auth.clientCurrency);
-    if (rate === null) return fail(503, noRateMessage(auth.clientCurrency));
-    sourceAmountMinor = sourceForPayment({
-      targetMinor: request.amountMinor,
-      clientCurrency: auth.clientCurrency,
-      rate,
-    });
-    rateId = rate.rateId;
-  }
-
-  try {
-    const payment = await deps.db.tx(async (q) => {
-      const now = deps.clock.now();
-      const seq = await nextPaymentSeq(q);
-      const paymentId = paymentIdOf(seq);
-      if (beneficiaryId !== null) {
-        // Again inside the transaction, share-locked: an archive racing this payment waits for it to commit.
-        const locked = await deps.beneficiaries.resolveForPayment(q, auth.clientId, beneficiaryId);
-        if (locked.kind !== 'ok' || !locked.active) throw new BeneficiaryArchived();
-      }
-
-      const decision = await decide();
-
-      async function decide(): Promise<Decision> {
-        const rejectedByUs = (failureCode: string): Decision => ({
-          state: 'failed',
-          subStatus: 'rejected_by_us',
-          failureCode,
-          violation: null,
-        });
-        const violated = (v: RuleViolation): Decision => ({
-          state: 'failed',
-          subStatus: null,
-          failureCode: v,
-          violation: v,
-        });
-        if (!deps.config.rails.includes(destination.rail)) return rejectedByUs('rail_not_enabled');
-        if (destination.bankCode === null || destination.docType === null || destination.docNumber === null) {
-          return rejectedByUs('beneficiary_incomplete');
-        }
-        if (destination.rail === 'CCE' && destination.beneficiaryName === null)
-          return rejectedByUs('beneficiary_incomplete');
-        const limits = await checkLimits(q, {
-          keyId: auth.keyId,
-          rail: destination.rail,
-          amountMinor: request.amountMinor,
-          serviceLimits: deps.config.serviceLimits,
-        });
-        if (limits.violation !== null) return violated(limits.violation);
-        if (quoteExpired) return violated('quote_expired');
-        const held = await placeHold(q, {
-          clientId: auth.clientId,
-          currency: auth.clientCurrency,
-          paymentId,
-          amountMinor: sourceAmountMinor,
-        });
-        if (held === 'insufficient') return violated('insufficient_balance');
-        const allowed = await takeDailyAllowance(q, {
-          keyId: auth.keyId,
-          rail: destination.rail,
-          at: now,
-          amountMinor: request.amountMinor,
-          dailyMaxMinor: limits.dailyMaxMinor,
-        });
-        if (!allowed) {
-          await releaseHold(q, paymentId);
-          return violated('daily_limit_exceeded');
-        }
-        // Last: only a payment that goes to its rail uses up the quote.
-        if (request.quoteId !== null) {
-          const consumed = await deps.quotes.consume(q, {
-            quoteId: request.quoteId,
-            clientId: auth.clientId,
-            paymentId,
-            at: now,
-          });
-          if (consumed.kind === 'expired') {
-            await releaseHold(q, paymentId);
-            await returnDailyAllowance(q, {
-              keyId: auth.keyId,
-              rail: destination.rail,
-              madeAt: now,
-              amountMinor: request.amountMinor,
-            });
-            return violated('quote_expired');
-          }
-          if (consumed.kind !== 'ok') throw new QuoteTaken(consumed.message);
-        }
-        return { state: 'processing', subStatus: 'reserved', failureCode: null, violation: null };
-      }
-
-      const inserted = await insertPayment(q, {
-        seq,
-        clientId: auth.clientId,
-        keyId: auth.keyId,
-        idempotencyKey,
-        fingerprint,
-        state: decision.state,
-        subStatus: decision.subStatus,
-        failureCode: decision.failureCode,
-        amountMinor: request.amountMinor,
-        rail: destination.rail,
-        account: destination.account,
-        bankCode: destination.bankCode,
-        docType: destination.docType,
-        docNumber: destination.docNumber,
-        beneficiaryName: destination.rail === 'CCE' ? destination.beneficiaryName : null,
-        beneficiaryId,
-        sourceCurrency: auth.clientCurrency,
-        sourceAmountMinor,
-        quoteId: request.quoteId,
-        rateId,
-        railReference: railReferenceFor(seq),
-        dispatchedAt: decision.state === 'processing' ? now : null,
-        now,
+    if (rate === null) {
+      noRate = true;
+    } else {
+      sourceAmountMinor = sourceForPayment({
+        targetMinor: request.amountMinor,
+        clientCurrency: auth.clientCurrency,
+        rate,
       });
-      if (inserted === null) throw new DuplicateKey();
-      if (inserted.state === 'failed') await recordPaymentEvent(q, deps.clock, inserted, null);
-      return { payment: inserted, violation: decision.violation };
-    });
-    if (payment.violation !== null) {
-      return { kind: 'rejected', payment: payment.payment, message: VIOLATION_MESSAGE[payment.violation] };
+      rateId = rate.rateId;
     }
-    return { kind: 'created', payment: payment.payment };
-  } catch (err) {
-    if (err instanceof BeneficiaryArchived) return fail(404, 'beneficiary not found: it is archived');
-    if (err instanceof QuoteTaken || err instanceof DuplicateKey) {
-      // A concurrent request with the same key may have committed first: answer as its replay (or conflict).
-      const again = await replayOf(deps, auth.clientId, idempotencyKey, fingerprint);
-      if (again !== null) return again;
-      if (err instanceof QuoteTaken) return fail(409, 'quote already used');
-    }
-    throw err;
   }
+
+  const service = deps.config.serviceLimits.find((l) => l.rail === destination.rail);
+  return {
+    kind: 'item',
+    item: {
+      client: auth.clientId,
+      key: auth.keyId,
+      idem: idempotencyKey,
+      fingerprint: paymentFingerprint({ amountMinor: request.amountMinor, destination, quoteId: request.quoteId }),
+      amountMinor: request.amountMinor.toString(),
+      rail: destination.rail,
+      account: destination.account,
+      bankCode: destination.bankCode,
+      docType: destination.docType,
+      docNumber: destination.docNumber,
+      beneficiaryName: destination.rail === 'CCE' ? destination.beneficiaryName : null,
+      beneficiaryId,
+      sourceCurrency: auth.clientCurrency,
+      sourceAmountMinor: sourceAmountMinor.toString(),
+      quoteId: request.quoteId,
+      rateId,
+      noRate,
+      refused: refusedByUs(deps.config.rails, destination),
+      servicePerPaymentMaxMinor: service ? service.perPaymentMaxMinor.toString() : null,
+      serviceDailyMaxMinor: service ? service.dailyMaxMinor.toString() : null,
+    },
+  };
 }
 
-async function replayOf(
-  deps: CreateDeps,
-  clientId: string,
-  idempotencyKey: string,
-  fingerprint: string,
-): Promise<CreateOutcome | null> {
-  const existing = await findByIdempotencyKey(deps.db, clientId, idempotencyKey);
-  if (existing === null) return null;
-  if (existing.fingerprint !== fingerprint) {
-    return fail(409, 'idempotency-key already used with different content');
-  }
-  return { kind: 'replayed', payment: existing };
+/** Payments we will not send, whatever the balance: a failed payment (rejected_by_us), not a 4xx. */
+function refusedByUs(enabled: readonly string[], d: StoredDestination): string | null {
+  if (!enabled.includes(d.rail)) return 'rail_not_enabled';
+  if (d.bankCode === null || d.docType === null || d.docNumber === null) return 'beneficiary_incomplete';
+  if (d.rail === 'CCE' && d.beneficiaryName === null) return 'beneficiary_incomplete';
+  return null;
 }

@@ -1,14 +1,8 @@
-import type { Db } from '../db/db.ts';
-import type { Rail, RailOutcome } from '../rails/rail.ts';
-import type { Clock } from '../shared/clock.ts';
-import { type Status, transition } from './lifecycle.ts';
+import { type Rail, type RailOutcome, type RailTransfer, submitAll } from '../rails/rail.ts';
+import type { Status } from './lifecycle.ts';
 import type { Payment } from './repository.ts';
 
-/**
- * Hands a reserved payment to its rail, outside any transaction, then books what the rail said in one
- * transaction (lifecycle.transition). A thrown error from the rail proves nothing about the money, so it is
- * booked as unknown, never as failed.
- */
+/** The payment status a rail's answer leads to. */
 export function statusOfOutcome(outcome: RailOutcome): Status {
   switch (outcome.kind) {
     case 'completed':
@@ -22,35 +16,37 @@ export function statusOfOutcome(outcome: RailOutcome): Status {
   }
 }
 
-export interface DispatchDeps {
-  db: Db;
-  clock: Clock;
-  rail: Rail;
-  logger: { warn(obj: object, msg: string): void };
+/** What the rail is handed for a reserved payment (the rail reference was stored with the payment). */
+export function transferOf(payment: Payment): RailTransfer {
+  return {
+    railReference: payment.railReference,
+    paymentId: payment.id,
+    rail: payment.rail,
+    amountMinor: payment.amountMinor,
+    currency: 'VES',
+    destination: {
+      account: payment.account,
+      bankCode: payment.bankCode!,
+      docType: payment.docType!,
+      docNumber: payment.docNumber!,
+      name: payment.rail === 'CCE' ? payment.beneficiaryName : null,
+    },
+  };
 }
 
-export async function dispatchPayment(deps: DispatchDeps, payment: Payment): Promise<Payment> {
-  let outcome: RailOutcome;
+/**
+ * Hands a batch of reserved payments to the rail, outside any transaction. A thrown error proves nothing about
+ * the money, so every payment of the call is booked as unknown, never as failed.
+ */
+export async function submitToRail(
+  rail: Rail,
+  payments: readonly Payment[],
+  logger: { warn(obj: object, msg: string): void },
+): Promise<RailOutcome[]> {
   try {
-    outcome = await deps.rail.submit({
-      railReference: payment.railReference,
-      paymentId: payment.id,
-      rail: payment.rail,
-      amountMinor: payment.amountMinor,
-      currency: 'VES',
-      destination: {
-        account: payment.account,
-        bankCode: payment.bankCode!,
-        docType: payment.docType!,
-        docNumber: payment.docNumber!,
-        name: payment.rail === 'CCE' ? payment.beneficiaryName : null,
-      },
-    });
+    return await submitAll(rail, payments.map(transferOf));
   } catch (err) {
-    deps.logger.warn({ err, paymentId: payment.id }, 'rail submit threw; booking the payment as unknown');
-    outcome = { kind: 'unknown', subStatus: 'reconciling', detail: 'rail error' };
+    logger.warn({ err, payments: payments.length }, 'rail submit threw; booking the payments as unknown');
+    return payments.map(() => ({ kind: 'unknown', subStatus: 'reconciling', detail: 'rail error' }));
   }
-  const result = await deps.db.tx((q) => transition(q, deps.clock, payment.id, statusOfOutcome(outcome)));
-  if (result.kind === 'moved' || result.kind === 'unchanged' || result.kind === 'not_allowed') return result.payment;
-  throw new Error(`payment ${payment.id} vanished during dispatch`);
 }

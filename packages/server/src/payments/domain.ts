@@ -33,10 +33,12 @@ export async function createPaymentDomain(
     clock: ctx.clock,
     config: ctx.config,
     rates: deps.fx.rates,
-    quotes: deps.fx.quotes,
     beneficiaries: deps.beneficiaries,
     rail: rails.rail,
     logger: ctx.logger,
+    metrics: ctx.metrics,
+    lanes: ctx.config.paymentLanes,
+    maxBatch: ctx.config.paymentMaxBatch,
   });
   const bank = rails.sandboxBank;
   const fundingDeps: FundingDeps = {
@@ -55,6 +57,8 @@ export async function createPaymentDomain(
     requeryAfterMs: ctx.config.reconcileIntervalMs,
     // Never shorter than twice a gateway call: a slow answer must not be mistaken for a dead process.
     dispatchTimeoutMs: Math.max(ctx.config.dispatchTimeoutMs, 2 * (ctx.config.bankGateway?.timeoutMs ?? 0)),
+    logger: ctx.logger,
+    onMoved: (p) => ctx.metrics.paymentTransition({ rail: p.rail, state: p.state, subStatus: p.subStatus }),
   });
   const idleMs = Math.max(50, Math.min(1000, Math.floor(ctx.config.reconcileIntervalMs / 2)));
 

@@ -1,15 +1,16 @@
 import type { Db } from '../db/db.ts';
-import type { Rail } from '../rails/rail.ts';
+import type { Rail, RailOutcome } from '../rails/rail.ts';
 import type { Clock } from '../shared/clock.ts';
-import { statusOfOutcome } from './dispatch.ts';
+import { bookBatch } from './book.ts';
+import { statusOfOutcome, submitToRail } from './dispatch.ts';
 import { transition } from './lifecycle.ts';
+import { findPayment, type Payment } from './repository.ts';
 
 /**
  * Background follow-up of payments the request path could not finish:
  * - settlement: an interbank transfer left `pending` is re-queried on its rail until it settles or fails;
- * - interrupted dispatch: a payment still `processing` long after it was handed to the rail (the process died
- *   between dispatch and booking) becomes unknown/reconciling, its hold kept. It is never submitted again:
- *   reconciliation finishes it from the bank's evidence.
+ * - interrupted dispatch: a payment still `processing` long after it was reserved (the process died between
+ *   reserving and booking) is finished: the rail is asked, and sent the payment if it never received it.
  * Each claims one payment with SKIP LOCKED and a lease (updated_at), then talks to the rail outside any
  * transaction.
  */
@@ -21,6 +22,9 @@ export interface FollowUpDeps {
   requeryAfterMs: number;
   /** How long a payment may stay `processing` after dispatch before it is presumed interrupted. */
   dispatchTimeoutMs: number;
+  logger: { warn(obj: object, msg: string): void };
+  /** Told each payment this worker moved, once committed (metrics). */
+  onMoved?: (payment: Payment) => void;
 }
 
 export function createFollowUp(deps: FollowUpDeps) {
@@ -45,19 +49,34 @@ export function createFollowUp(deps: FollowUpDeps) {
     return claimed.id;
   }
 
+  /**
+   * A payment still processing long after it was reserved: the process that reserved it died before booking what
+   * the rail said, perhaps before calling the rail at all. The rail is asked about the reference; one it never
+   * received is sent now, with the same reference (every rail here deduplicates by reference, so a call that
+   * did reach it cannot execute twice), and the answer is booked like the request path's. The claim is a lease
+   * on dispatched_at, so two workers never recover one payment at once and a crash here is retried later.
+   */
   async function recoverInterruptedNext(): Promise<string | undefined> {
-    const cutoff = new Date(deps.clock.now().getTime() - deps.dispatchTimeoutMs);
-    return deps.db.tx(async (q) => {
+    const now = deps.clock.now();
+    const cutoff = new Date(now.getTime() - deps.dispatchTimeoutMs);
+    const claimed = await deps.db.tx(async (q) => {
       const { rows } = await q.query<{ id: string }>(
         `SELECT id FROM payments WHERE state = 'processing' AND dispatched_at <= $1
          ORDER BY dispatched_at LIMIT 1 FOR UPDATE SKIP LOCKED`,
         [cutoff],
       );
       const row = rows[0];
-      if (!row) return undefined;
-      await transition(q, deps.clock, row.id, { state: 'unknown', subStatus: 'reconciling' });
-      return row.id;
+      if (!row) return null;
+      await q.query('UPDATE payments SET dispatched_at = $2 WHERE id = $1', [row.id, now]);
+      return findPayment(q, row.id);
     });
+    if (claimed === null) return undefined;
+    const asked = await deps.rail.query(claimed.railReference);
+    const outcome: RailOutcome =
+      asked.kind === 'not_found' ? (await submitToRail(deps.rail, [claimed], deps.logger))[0]! : asked;
+    const [booked] = await bookBatch(deps.db, deps.clock, [{ payment: claimed, outcome }]);
+    if (booked?.moved) deps.onMoved?.(booked.payment);
+    return claimed.id;
   }
 
   return { settlePendingNext, recoverInterruptedNext };

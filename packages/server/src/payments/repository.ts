@@ -1,3 +1,4 @@
+import { randomBytes } from 'node:crypto';
 import type { RailCode } from '../config.ts';
 import type { Queryable } from '../db/db.ts';
 import type { DocType } from '../rails/rail.ts';
@@ -135,6 +136,15 @@ export function toPublicPayment(p: Payment): PublicPayment {
   return out;
 }
 
+/**
+ * The identifier the bank sees: DSP, the sequence in base 36 over 10 digits, and 8 random hex digits; unique by
+ * the sequence, unguessable by the suffix, within bank charset limits. The reserve SQL (payment_rail_reference
+ * in migration 0013) builds the same shape for the payments it creates.
+ */
+export function railReferenceFor(seq: bigint): string {
+  return `DSP${seq.toString(36).toUpperCase().padStart(10, '0')}${randomBytes(4).toString('hex').toUpperCase()}`;
+}
+
 export async function nextPaymentSeq(q: Queryable): Promise<bigint> {
   const { rows } = await q.query<{ seq: string }>("SELECT nextval('payment_seq')::text AS seq");
   return BigInt(rows[0]!.seq);
@@ -231,6 +241,15 @@ export async function findPayment(
     params,
   );
   return rows[0] ? paymentFromRow(rows[0]) : null;
+}
+
+/** Several payments by id in one query (a batch); ids not found are absent from the map. */
+export async function findPaymentsByIds(q: Queryable, ids: readonly string[]): Promise<Map<string, Payment>> {
+  const out = new Map<string, Payment>();
+  if (ids.length === 0) return out;
+  const { rows } = await q.query<Row>(`SELECT ${PAYMENT_COLUMNS} FROM payments WHERE id = ANY($1::text[])`, [ids]);
+  for (const row of rows) out.set(row.id, paymentFromRow(row));
+  return out;
 }
 
 export async function findByRailReference(q: Queryable, railReference: string): Promise<Payment | null> {

@@ -1,3 +1,4 @@
+import { ACCOUNT_MAX_LENGTH } from '../beneficiaries/model.ts';
 import type { RailCode } from '../config.ts';
 import type { DocType } from '../rails/rail.ts';
 
@@ -77,6 +78,10 @@ export function parsePaymentRequest(body: Record<string, unknown>): ParseResult 
   const account = stringField(body, 'beneficiary');
   if (account === undefined) return bad('beneficiary is required with rail');
   if (account === null || account.trim() === '') return bad('beneficiary must be a non-empty string');
+  // The same bound as a stored beneficiary's account: the format is the rail's to judge, the size is ours.
+  if ([...account].length > ACCOUNT_MAX_LENGTH) {
+    return bad(`beneficiary must be at most ${ACCOUNT_MAX_LENGTH} characters`);
+  }
 
   const bankCode = stringField(body, 'bankCode');
   if (bankCode === undefined) return bad('bankCode is required');

@@ -1,11 +1,14 @@
 import { Type } from '@sinclair/typebox';
 import type { FastifyInstance } from 'fastify';
+import { noRateMessage } from '../fx/rates.ts';
 import { sendPayload } from '../http/envelope.ts';
 import { httpError } from '../http/errors.ts';
 import { pageCursor, pageLimit, pageOfItems } from '../http/pagination.ts';
 import { envelopeOf, errorResponses, PageQuery, pageOf, signedHeaders } from '../http/schema-helpers.ts';
+import type { Refusal } from './create.ts';
 import type { PaymentState } from './model.ts';
 import { seqOfPaymentId, toPublicPayment } from './repository.ts';
+import { VIOLATION_MESSAGE } from './rules.ts';
 import { BalanceSchema, PaymentBody, PaymentSchema } from './schemas.ts';
 import type { PaymentService } from './service.ts';
 
@@ -43,9 +46,9 @@ export function registerPaymentRoutes(app: FastifyInstance, payments: PaymentSer
         case 'replayed':
           return sendPayload(request, reply, toPublicPayment(result.payment));
         case 'rejected':
-          throw httpError(422, result.message);
-        case 'error':
-          throw httpError(result.status, result.message);
+          throw httpError(422, VIOLATION_MESSAGE[result.violation]);
+        case 'refused':
+          throw refusal(result);
       }
     },
   );
@@ -122,4 +125,26 @@ export function registerPaymentRoutes(app: FastifyInstance, payments: PaymentSer
       return sendPayload(request, reply, { currency: auth.clientCurrency, availableMinor: available.toString() });
     },
   );
+}
+
+/** The status and text of each refusal (spec, POST /v2/payments: errors). */
+function refusal(r: Refusal): Error {
+  switch (r.reason) {
+    case 'invalid':
+      return httpError(400, r.message);
+    case 'beneficiary_not_found':
+      return httpError(404, 'beneficiary not found');
+    case 'beneficiary_archived':
+      return httpError(404, 'beneficiary not found: it is archived');
+    case 'key_reused':
+      return httpError(409, 'idempotency-key already used with different content');
+    case 'quote_not_found':
+      return httpError(404, 'quote not found');
+    case 'quote_amount_mismatch':
+      return httpError(400, `amountMinor must equal the quote's targetAmountMinor (${r.targetAmountMinor})`);
+    case 'quote_used':
+      return httpError(409, 'quote already used');
+    case 'no_rate':
+      return httpError(503, noRateMessage(r.currency));
+  }
 }

@@ -51,6 +51,12 @@ export interface Rail {
   readonly simulated: boolean;
   /** Never throws for an answer of the rail; a transport failure after sending is `unknown`. */
   submit(transfer: RailTransfer): Promise<RailOutcome>;
+  /**
+   * A batch of transfers, one outcome each in order, with submit's guarantees for each. Rails that can do better
+   * than one call per transfer (the sandbox books a batch in one transaction) implement it; submitAll falls back
+   * to concurrent submits.
+   */
+  submitBatch?(transfers: readonly RailTransfer[]): Promise<RailOutcome[]>;
   query(railReference: string): Promise<RailStatus>;
 }
 
@@ -81,4 +87,11 @@ export interface StatementSource {
   fetchSince(cursor: string | null): Promise<StatementPage>;
   /** The balance the bank reports for the service's account in that currency, minor units. */
   balance(currency: string): Promise<bigint>;
+}
+
+/** Hands a batch to a rail: its own batch call when it has one, otherwise every transfer at once. */
+export function submitAll(rail: Rail, transfers: readonly RailTransfer[]): Promise<RailOutcome[]> {
+  if (transfers.length === 0) return Promise.resolve([]);
+  if (rail.submitBatch) return rail.submitBatch(transfers);
+  return Promise.all(transfers.map((t) => rail.submit(t)));
 }

@@ -31,14 +31,34 @@ export function eventBody(id: string, type: string, test: boolean, createdAt: Da
 }
 
 export async function enqueueEvent(q: Queryable, event: NewEvent): Promise<QueuedEvent> {
-  const id = randomId('evt');
-  const body = eventBody(id, event.type, event.test, event.createdAt, event.data);
+  const [queued] = await enqueueEvents(q, [event]);
+  return queued!;
+}
+
+/** Several events in one statement (a batch of payments); their order in the outbox is the order given. */
+export async function enqueueEvents(q: Queryable, events: readonly NewEvent[]): Promise<QueuedEvent[]> {
+  if (events.length === 0) return [];
+  const queued = events.map((e) => {
+    const id = randomId('evt');
+    return { id, body: eventBody(id, e.type, e.test, e.createdAt, e.data) };
+  });
   await q.query(
     `INSERT INTO events (id, client_id, type, test, payment_id, body, created_at, next_attempt_at)
-     VALUES ($1, $2, $3, $4, $5, $6, $7, $7)`,
-    [id, event.clientId, event.type, event.test, event.paymentId, body, event.createdAt],
+     SELECT id, client_id, type, test, payment_id, body, created_at, created_at
+     FROM unnest($1::text[], $2::text[], $3::text[], $4::boolean[], $5::text[], $6::text[], $7::timestamptz[])
+       WITH ORDINALITY AS t(id, client_id, type, test, payment_id, body, created_at, n)
+     ORDER BY n`,
+    [
+      queued.map((e) => e.id),
+      events.map((e) => e.clientId),
+      events.map((e) => e.type),
+      events.map((e) => e.test),
+      events.map((e) => e.paymentId),
+      queued.map((e) => e.body),
+      events.map((e) => e.createdAt.toISOString()),
+    ],
   );
-  return { id, body };
+  return queued;
 }
 
 /**

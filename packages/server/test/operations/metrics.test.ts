@@ -118,15 +118,21 @@ describe('GET /metrics', () => {
     expect(later.text).not.toContain(res.body.payload.intentId);
   });
 
-  // Wired by the payment path (ctx.metrics.paymentTransition after each committed move): until then this test
-  // is expected to fail, and `it.fails` turns into `it` with the wiring.
-  it.fails('a payment moves the payment transition counter of its rail and state', async () => {
-    const labels = { rail: 'PM', state: 'completed', sub_status: '' };
-    const before = (await scrape(server.adminUrl)).value('dispersa_payment_transitions_total', labels) ?? 0;
+  it('a payment moves the transition counters of its rail and states, and the batch sizes of each phase', async () => {
+    const completed = { rail: 'PM', state: 'completed', sub_status: '' };
+    const reserved = { rail: 'PM', state: 'processing', sub_status: 'reserved' };
+    const before = await scrape(server.adminUrl);
     const res = await pay(client, '150000', PM, newKey());
     expect(res.body.payload.state).toBe('completed');
-    const after = (await scrape(server.adminUrl)).value('dispersa_payment_transitions_total', labels) ?? 0;
-    expect(after).toBe(before + 1);
+    const after = await scrape(server.adminUrl);
+    for (const labels of [completed, reserved]) {
+      const was = before.value('dispersa_payment_transitions_total', labels) ?? 0;
+      expect(after.value('dispersa_payment_transitions_total', labels), JSON.stringify(labels)).toBe(was + 1);
+    }
+    for (const phase of ['reserve', 'dispatch', 'book']) {
+      const was = before.value('dispersa_payment_batch_size_count', { phase }) ?? 0;
+      expect(after.value('dispersa_payment_batch_size_count', { phase }), phase).toBe(was + 1);
+    }
   });
 
   it('an unknown payment shows in the open payments and its age; an undelivered event in the outbox', async () => {

@@ -57,17 +57,6 @@ export interface SuppressDebitResult {
   remainingLineIds: string[];
 }
 
-export interface PayoutBooking {
-  paymentId: string;
-  railReference: string;
-  amountMinor: bigint;
-  currency: string;
-  createdAt: Date;
-  visibleAt: Date;
-  /** Also book a credit giving the money back at visibleAt (clearing-house return). */
-  returnsMoney: boolean;
-}
-
 export interface SandboxBank {
   readonly ownBankCode: string;
   readonly settleMs: number;
@@ -90,11 +79,6 @@ export interface SandboxBank {
   listLines(): Promise<SandboxBankLine[]>;
   /** The statement as reconciliation reads it: only lines visible at the clock's time. */
   statementSource(): StatementSource;
-  /**
-   * For the sandbox rail, inside its transaction: books a payout's debit (and its return credit)
-   * unless the payment's debit is suppressed. Returns the lines booked.
-   */
-  bookPayout(q: Queryable, booking: PayoutBooking): Promise<SandboxBankLine[]>;
 }
 
 const CURRENCY = /^[A-Z]{3}$/;
@@ -219,25 +203,6 @@ export function createSandboxBank(deps: SandboxBankDeps): SandboxBank {
 
     statementSource() {
       return source;
-    },
-
-    async bookPayout(q, booking) {
-      await lockPayment(q, booking.paymentId);
-      const suppressed = await q.query('SELECT 1 FROM sandbox_bank_suppressions WHERE payment_id = $1', [
-        booking.paymentId,
-      ]);
-      if (suppressed.rows.length > 0) return [];
-      const base = {
-        amountMinor: booking.amountMinor,
-        currency: booking.currency,
-        reference: booking.railReference,
-        paymentId: booking.paymentId,
-        createdAt: booking.createdAt,
-        visibleAt: booking.visibleAt,
-      };
-      const lines = [await insertLine(q, { ...base, direction: 'debit', origin: 'payout' })];
-      if (booking.returnsMoney) lines.push(await insertLine(q, { ...base, direction: 'credit', origin: 'return' }));
-      return lines;
     },
   };
 }

@@ -4,7 +4,6 @@ export {
   type AddLineResult,
   createSandboxBank,
   DEFAULT_VES_OPENING_MINOR,
-  type PayoutBooking,
   type SandboxBank,
   type SandboxBankDeps,
   type SuppressDebitResult,

@@ -2,6 +2,7 @@ import type { Db } from '../../db/db.ts';
 import type { Clock } from '../../shared/clock.ts';
 import type { Rail, RailOutcome, RailStatus, RailTransfer } from '../rail.ts';
 import type { SandboxBank } from './bank.ts';
+import { renderRaw, valueDateOf } from './lines.ts';
 import { chooseScenario, isScenarioName, SCENARIOS } from './scenarios.ts';
 
 export interface SandboxRailDeps {
@@ -37,51 +38,54 @@ export function createSandboxRail(deps: SandboxRailDeps): Rail {
   const settleMs = deps.settleMs ?? bank.settleMs;
   const ownBankCode = deps.ownBankCode ?? bank.ownBankCode;
 
-  async function submit(transfer: RailTransfer): Promise<RailOutcome> {
-    const name = chooseScenario(transfer, ownBankCode);
-    const scenario = SCENARIOS[name];
+  // Like a bank's batch file: the whole batch is recorded and booked in one statement and one commit, or (the bank
+  // unreachable) none of it. Each transfer's scenario and lines are decided here; the SQL only stores them.
+  async function submitBatch(transfers: readonly RailTransfer[]): Promise<RailOutcome[]> {
     const now = clock.now();
     const settlesAt = new Date(now.getTime() + settleMs);
-    return db.tx(async (q) => {
-      const inserted = await q.query(
-        `INSERT INTO sandbox_bank_transfers
-           (rail_reference, payment_id, rail, amount_minor, currency, destination_account, destination_bank,
-            scenario, submitted_at, settles_at)
-         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)
-         ON CONFLICT (rail_reference) DO NOTHING
-         RETURNING rail_reference`,
-        [
-          transfer.railReference,
-          transfer.paymentId,
-          transfer.rail,
-          transfer.amountMinor.toString(10),
-          transfer.currency,
-          transfer.destination.account,
-          transfer.destination.bankCode,
-          name,
-          now,
-          settlesAt,
-        ],
-      );
-      if (inserted.rows.length === 0) {
-        await q.query('UPDATE sandbox_bank_transfers SET resubmissions = resubmissions + 1 WHERE rail_reference = $1', [
-          transfer.railReference,
-        ]);
-        return { ...DUPLICATE_REFERENCE };
-      }
-      if (scenario.debit !== 'none') {
-        await bank.bookPayout(q, {
-          paymentId: transfer.paymentId,
-          railReference: transfer.railReference,
-          amountMinor: transfer.amountMinor,
-          currency: transfer.currency,
-          createdAt: now,
-          visibleAt: scenario.debit === 'now' ? now : settlesAt,
-          returnsMoney: scenario.returnsMoney,
-        });
-      }
-      return { ...scenario.onSubmit };
+    const names = transfers.map((t) => chooseScenario(t, ownBankCode));
+    const scenarios = names.map((name) => SCENARIOS[name]);
+    const items = transfers.map((t, i) => {
+      const scenario = scenarios[i]!;
+      const visibleAt = scenario.debit === 'now' ? now : settlesAt;
+      const line = (direction: 'debit' | 'credit', origin: 'payout' | 'return') => ({
+        direction,
+        origin,
+        valueDate: valueDateOf(visibleAt),
+        raw: renderRaw({
+          valueDate: valueDateOf(visibleAt),
+          direction,
+          amountMinor: t.amountMinor,
+          currency: t.currency,
+          reference: t.railReference,
+        }),
+        visibleAt: visibleAt.toISOString(),
+      });
+      return {
+        railReference: t.railReference,
+        paymentId: t.paymentId,
+        rail: t.rail,
+        amountMinor: t.amountMinor.toString(10),
+        currency: t.currency,
+        account: t.destination.account,
+        bankCode: t.destination.bankCode,
+        scenario: names[i],
+        submittedAt: now.toISOString(),
+        settlesAt: settlesAt.toISOString(),
+        lines:
+          scenario.debit === 'none'
+            ? []
+            : [line('debit', 'payout'), ...(scenario.returnsMoney ? [line('credit', 'return')] : [])],
+      };
     });
+    const { rows } = await db.query<{ rail_reference: string; accepted: boolean }>(
+      'SELECT rail_reference, accepted FROM sandbox_submit_transfers($1::jsonb)',
+      [JSON.stringify(items)],
+    );
+    // One row per item, in order (a reference twice in one batch: the second is the duplicate).
+    return transfers.map((_, i) =>
+      rows[i]?.accepted === true ? { ...scenarios[i]!.onSubmit } : { ...DUPLICATE_REFERENCE },
+    );
   }
 
   async function query(railReference: string): Promise<RailStatus> {
@@ -103,7 +107,8 @@ export function createSandboxRail(deps: SandboxRailDeps): Rail {
     simulated: true,
     // Like a real connector: a failure to reach the bank proves nothing about the debit, so it is
     // unknown (the whole booking was one transaction, but a lost COMMIT acknowledgement is ambiguous).
-    submit: (transfer) => submit(transfer).catch(unreachable),
+    submit: (transfer) => submitBatch([transfer]).then(([outcome]) => outcome!, unreachable),
+    submitBatch: (transfers) => submitBatch(transfers).catch((err) => transfers.map(() => unreachable(err))),
     query: (railReference) => query(railReference).catch(unreachable),
   };
 }

@@ -1,0 +1,100 @@
+import type { AuthContext } from '../auth/authenticate.ts';
+import type { Db } from '../db/db.ts';
+import type { PaymentPathMetrics } from '../metrics/metrics.ts';
+import type { Rail } from '../rails/rail.ts';
+import { type BatchResult, createBatcher } from '../shared/batcher.ts';
+import type { Clock } from '../shared/clock.ts';
+import { failpoint } from '../shared/failpoints.ts';
+import { bookBatch } from './book.ts';
+import { type CreateResult, type PrepareDeps, preparePayment, type ReserveItem } from './create.ts';
+import { submitToRail } from './dispatch.ts';
+import type { Payment } from './repository.ts';
+import { reserveBatch } from './reserve.ts';
+
+/**
+ * POST /v2/payments as a pipeline of batches (group commit in the application):
+ *
+ *   prepare   per request, no lock: body rules, destination, fingerprint, rate          (create.ts)
+ *   reserve   per batch, one transaction: reused key, archive, quote, rules against running totals, hold,
+ *             payment row with its rail reference, events of payments failed at once   (reserve.ts)
+ *   dispatch  per batch, no transaction: the rail gets the batch's processing payments  (dispatch.ts)
+ *   book      per batch, one transaction: each outcome with its ledger effect and event  (book.ts)
+ *
+ * Reserve and dispatch+book are two batchers, so a lane reserves the next batch while the previous one is at the
+ * rail. A batch that fails answers every request in it with the error (a 5xx): its transaction rolled back, so a
+ * retry with the same idempotency key starts afresh; a booking that fails leaves the payments processing, and the
+ * follow-up worker finishes them (follow-up.ts).
+ */
+
+export interface PipelineDeps extends PrepareDeps {
+  db: Db;
+  clock: Clock;
+  rail: Rail;
+  logger: { warn(obj: object, msg: string): void };
+  metrics: PaymentPathMetrics;
+  lanes: number;
+  maxBatch: number;
+}
+
+export interface PaymentPipeline {
+  create(auth: AuthContext, idempotencyKey: string, body: Record<string, unknown>): Promise<CreateResult>;
+  /** Resolves once no batch is in flight. */
+  drained(): Promise<void>;
+}
+
+export function createPaymentPipeline(deps: PipelineDeps): PaymentPipeline {
+  const { db, clock, metrics } = deps;
+
+  const reserve = createBatcher<ReserveItem, CreateResult>({
+    lanes: deps.lanes,
+    maxBatch: deps.maxBatch,
+    async run(items) {
+      metrics.observePaymentBatch('reserve', items.length);
+      const results = await reserveBatch(db, clock, items);
+      failpoint('payments.after-reserve');
+      for (const r of results) {
+        if (r.ok && (r.value.kind === 'created' || r.value.kind === 'rejected')) countMove(r.value.payment);
+      }
+      return results;
+    },
+  });
+
+  const dispatch = createBatcher<Payment, Payment>({
+    lanes: deps.lanes,
+    maxBatch: deps.maxBatch,
+    async run(payments): Promise<BatchResult<Payment>[]> {
+      metrics.observePaymentBatch('dispatch', payments.length);
+      const outcomes = await submitToRail(deps.rail, payments, deps.logger);
+      failpoint('payments.after-submit');
+      metrics.observePaymentBatch('book', payments.length);
+      const booked = await bookBatch(
+        db,
+        clock,
+        payments.map((payment, i) => ({ payment, outcome: outcomes[i]! })),
+      );
+      failpoint('payments.after-book');
+      return booked.map((b) => {
+        if (b.moved) countMove(b.payment);
+        return { ok: true, value: b.payment };
+      });
+    },
+  });
+
+  function countMove(p: Payment): void {
+    metrics.paymentTransition({ rail: p.rail, state: p.state, subStatus: p.subStatus });
+  }
+
+  return {
+    async create(auth, idempotencyKey, body) {
+      const prepared = await preparePayment(deps, auth, idempotencyKey, body);
+      if (prepared.kind === 'refused') return prepared;
+      const reserved = await reserve.add(prepared.item, auth.clientId);
+      if (reserved.kind !== 'created' || reserved.payment.state !== 'processing') return reserved;
+      return { kind: 'created', payment: await dispatch.add(reserved.payment, auth.clientId) };
+    },
+    async drained() {
+      await reserve.drained();
+      await dispatch.drained();
+    },
+  };
+}
