@@ -65,8 +65,13 @@ export async function seedClients(admin: AdminCaller, o: SeedOptions): Promise<B
 
 /** A PM payment that the sandbox completes at once: the amount ends in 00 (spec, Sandbox magic amounts). */
 export function completedPaymentBody(i: number): Record<string, string> {
+  return pmPaymentBody(String((1 + (i % 97)) * 100));
+}
+
+/** A PM payment of the amount to the sandbox's test phone (its last two digits choose the outcome). */
+export function pmPaymentBody(amountMinor: string): Record<string, string> {
   return {
-    amountMinor: String((1 + (i % 97)) * 100),
+    amountMinor,
     currency: 'VES',
     rail: 'PM',
     beneficiary: '04141234567',

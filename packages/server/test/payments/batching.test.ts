@@ -1,0 +1,187 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { Db, Queryable } from '../../src/db/db.ts';
+import { expectLedgerSound } from '../support/ledger.ts';
+import { scrape } from '../support/metrics.ts';
+import { balanceOf, CCE, CCE_SAME_BANK, newKey, PM } from '../support/payments.ts';
+import type { Answer } from '../support/signed-client.ts';
+import { createTestDb } from '../support/test-db.ts';
+import { startTestServer, type TestClient, type TestServer } from '../support/test-server.ts';
+
+/**
+ * Batching keeps every guarantee: requests that share a batch get exactly the answers they get one at a time, and
+ * a batch that cannot commit answers 5xx to each of its requests, every one of which a retry with the same
+ * idempotency key repairs.
+ */
+
+/**
+ * A Db that can hold the next reserve transaction open for a while (so the requests behind it queue into one
+ * batch, as under load) and make a later one fail at commit (it rolls back instead).
+ */
+function withCommitFault(
+  inner: Db,
+): Db & { holdNext(ms: number): void; failNth(n: number): void; failedBatch(): number } {
+  let holdMs = 0;
+  let failIn = 0;
+  let failed = 0;
+  return {
+    kind: inner.kind,
+    query: (sql, params) => inner.query(sql, params),
+    exec: (sql) => inner.exec(sql),
+    close: () => inner.close(),
+    ...(inner.poolStats ? { poolStats: () => inner.poolStats!() } : {}),
+    holdNext(ms) {
+      holdMs = ms;
+    },
+    failNth(n) {
+      failIn = n;
+    },
+    failedBatch: () => failed,
+    async tx(fn, options) {
+      let items = 0;
+      const result = await inner.tx(async (q) => {
+        items = 0;
+        const watched: Queryable = {
+          query(sql, params) {
+            if (sql.includes('reserve_payments(')) items = (JSON.parse(String(params![0])) as unknown[]).length;
+            return q.query(sql, params);
+          },
+          exec: (sql) => q.exec(sql),
+        };
+        const out = await fn(watched);
+        if (items > 0 && failIn > 0 && --failIn === 0) {
+          failed = items;
+          throw new Error('injected: the commit of this batch failed');
+        }
+        return out;
+      }, options);
+      // Held after the commit: the lane stays busy while the database serves the requests queueing behind it.
+      if (items > 0 && holdMs > 0) {
+        const ms = holdMs;
+        holdMs = 0;
+        await new Promise((r) => setTimeout(r, ms));
+      }
+      return result;
+    },
+  };
+}
+
+let server: TestServer;
+let db: ReturnType<typeof withCommitFault>;
+
+beforeAll(async () => {
+  const testDb = await createTestDb();
+  db = withCommitFault(testDb.db);
+  server = await startTestServer({ testDb: { ...testDb, db } });
+});
+afterAll(async () => {
+  await expectLedgerSound(server.testDb.db);
+  await server.stop();
+});
+
+/** One client with a key per request (writes of one key go one at a time), funded the same way each time. */
+async function clientWithKeys(keys: number): Promise<TestClient[]> {
+  const first = await server.newClient({ fundMinor: 1_000_000n });
+  const all = [first];
+  for (let i = 1; i < keys; i++) all.push(await server.addKey(first.clientId, 3 + i));
+  return all;
+}
+
+type Request = (c: TestClient, shared: { replayKey: string }) => Promise<Answer>;
+
+const post = (c: TestClient, body: Record<string, unknown>, key = newKey('b')) =>
+  c.api.post('/v2/payments', { currency: 'VES', ...body }, { idempotencyKey: key });
+
+/** Every kind of answer, none depending on the order of the others (amounts fit the balance together). */
+const MIX: [string, Request][] = [
+  ['PM completed', (c) => post(c, { amountMinor: '10000', ...PM })],
+  ['CCE same bank completed', (c) => post(c, { amountMinor: '20000', ...CCE_SAME_BANK })],
+  ['CCE pending', (c) => post(c, { amountMinor: '30000', ...CCE })],
+  ['PM 01 declined by the bank', (c) => post(c, { amountMinor: '10001', ...PM })],
+  ['PM 02 unknown', (c) => post(c, { amountMinor: '10002', ...PM })],
+  ['PM 05 wrong beneficiary', (c) => post(c, { amountMinor: '10005', ...PM })],
+  ['replay', (c, s) => post(c, { amountMinor: '11100', ...PM }, s.replayKey)],
+  ['changed content on a used key', (c, s) => post(c, { amountMinor: '11200', ...PM }, s.replayKey)],
+  ['overdraft', (c) => post(c, { amountMinor: '5000000', ...PM })],
+  ['over the per-payment limit', (c) => post(c, { amountMinor: '200000000000', ...PM })],
+  ['invalid body', (c) => post(c, { amountMinor: '-1', ...PM })],
+  ['PM completed again', (c) => post(c, { amountMinor: '12300', ...PM })],
+];
+
+function shapeOf(a: Answer): unknown {
+  if (a.status >= 400) return { status: a.status, error: a.body.error };
+  const p = a.body.payload;
+  return { status: a.status, state: p.state, subStatus: p.subStatus, failureCode: p.failureCode };
+}
+
+async function runMix(concurrently: boolean): Promise<{ answers: unknown[]; balance: bigint; client: TestClient }> {
+  const clients = await clientWithKeys(MIX.length);
+  const replayKey = newKey('replayed');
+  const original = await post(clients[0]!, { amountMinor: '11100', ...PM }, replayKey);
+  expect(original.status).toBe(201);
+  const send = (i: number) => MIX[i]![1](clients[i]!, { replayKey });
+  let answers: Answer[];
+  if (concurrently) {
+    // The first request's batch is held open, so the others arrive while it is in flight and share the next.
+    db.holdNext(1500);
+    answers = await Promise.all(MIX.map((_, i) => send(i)));
+  } else {
+    answers = [];
+    for (let i = 0; i < MIX.length; i++) answers.push(await send(i));
+  }
+  return { answers: answers.map(shapeOf), balance: await balanceOf(clients[0]!), client: clients[0]! };
+}
+
+describe('a batch mixing every kind of request', () => {
+  it('gives each request exactly the answer it gets alone', async () => {
+    const alone = await runMix(false);
+    const before = await scrape(server.adminUrl);
+    const together = await runMix(true);
+    const after = await scrape(server.adminUrl);
+
+    const named = (answers: unknown[]) => Object.fromEntries(MIX.map(([name], i) => [name, answers[i]]));
+    expect(named(together.answers)).toEqual(named(alone.answers));
+    expect(together.balance).toBe(alone.balance);
+    // The answers must not be trivially alike: every kind shows up.
+    const statuses = new Set((alone.answers as { status: number }[]).map((a) => a.status));
+    expect([...statuses].sort()).toEqual([200, 201, 400, 409, 422]);
+    // And the requests did share batches: more requests reserved than batches run.
+    const requests =
+      (after.value('dispersa_payment_batch_size_sum', { phase: 'reserve' }) ?? 0) -
+      (before.value('dispersa_payment_batch_size_sum', { phase: 'reserve' }) ?? 0);
+    const batches =
+      (after.value('dispersa_payment_batch_size_count', { phase: 'reserve' }) ?? 0) -
+      (before.value('dispersa_payment_batch_size_count', { phase: 'reserve' }) ?? 0);
+    expect(requests).toBeGreaterThan(batches);
+  });
+});
+
+describe('a batch whose commit fails', () => {
+  it('answers 5xx to each of its requests, and a retry with the same key repairs each', async () => {
+    const clients = await clientWithKeys(8);
+    const keys = clients.map(() => newKey('fault'));
+    const body = { amountMinor: '25000', ...PM };
+    // The first batch is held open while the others queue; the second, carrying them, fails at commit.
+    db.holdNext(1500);
+    db.failNth(2);
+    const first = await Promise.all(clients.map((c, i) => post(c, body, keys[i])));
+    const failed = first.flatMap((a, i) => (a.status >= 500 ? [i] : []));
+    expect(failed.length).toBe(db.failedBatch());
+    expect(failed.length).toBeGreaterThan(1);
+    for (const [i, a] of first.entries()) {
+      if (!failed.includes(i)) expect(a.status).toBe(201);
+      else expect(Object.keys(a.body)).toEqual(['error']);
+    }
+    // Nothing of the failed batch was written: the balance lacks only the others.
+    expect(await balanceOf(clients[0]!)).toBe(1_000_000n - 25_000n * BigInt(clients.length - failed.length));
+
+    const retried = await Promise.all(failed.map((i) => post(clients[i]!, body, keys[i])));
+    for (const a of retried) {
+      expect(a.status).toBe(201);
+      expect(a.body.payload.state).toBe('completed');
+    }
+    expect(await balanceOf(clients[0]!)).toBe(1_000_000n - 25_000n * BigInt(clients.length));
+    const replays = await Promise.all(clients.map((c, i) => post(c, body, keys[i])));
+    expect(new Set(replays.map((a) => a.body.payload.id)).size).toBe(clients.length);
+    for (const a of replays) expect(a.status).toBe(200);
+  });
+});
