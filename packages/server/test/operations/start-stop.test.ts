@@ -257,7 +257,11 @@ describe('stop', () => {
       expect((await fetch(`${baseUrl}/readyz`)).status).toBe(503);
       expect((await fetch(`${baseUrl}/health`)).status).toBe(200);
       expect(await service.exited).toBe(0);
-      expect(service.logs().at(-1)).toMatchObject({ msg: 'dispersa stopped' });
+      // The workers log their own stop around the same moment; what matters is that the service says it stopped.
+      const messages = service.logs().map((l) => l['msg']);
+      expect(messages.indexOf('dispersa stopped')).toBeGreaterThan(
+        messages.findIndex((m) => /^shutting down/.test(String(m))),
+      );
     } finally {
       if (service.child.exitCode === null) service.child.kill('SIGKILL');
     }
