@@ -24,5 +24,10 @@ while (!existsSync(goPath)) {
   await delay(2);
 }
 const out: string[] = [];
-for (let i = 0; i < Number(countText); i++) out.push(await generator.next());
+for (let i = 0; i < Number(countText); i++) {
+  out.push(await generator.next());
+  // A pause between draws spreads each child's draws over time, so the children overlap even on a loaded machine
+  // where one could otherwise draw all of its nonces within one time slice.
+  await delay(1);
+}
 process.stdout.write(`${out.join('\n')}\n`);
