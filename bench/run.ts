@@ -3,12 +3,14 @@ import { mkdir, writeFile } from 'node:fs/promises';
 import os from 'node:os';
 import { fileURLToPath } from 'node:url';
 import pg from 'pg';
+import { benchFloor } from '../packages/server/bench/floor.ts';
 import type { Scenario } from '../packages/server/bench/load-job.ts';
 import { type Backend, type BackendResult, benchPayments } from '../packages/server/bench/payments-bench.ts';
 import { formatTable } from '../packages/server/bench/report.ts';
 
 /**
- * `npm run bench`: the payments benchmark against each back-end, then the webhook delivery bench when present.
+ * `npm run bench`: the floor (a bare node:http server verifying one signature per request, floor-server.ts), then
+ * the payments benchmark against each back-end, each figure also as a ratio to the floor, then the webhook delivery bench when present.
  * Everything on loopback; every run stops by itself. Settings (environment):
  *   BENCH_SECONDS       length of each timed run (default 10)
  *   BENCH_CONNECTIONS   concurrent connections (default 32)
@@ -90,6 +92,16 @@ async function main(): Promise<void> {
   log(`machine: ${machine.cpus} × ${machine.cpuModel}, ${machine.memoryMb} MB, node ${machine.node}`);
   log(`load: ${connections} connections, ${seconds} s per scenario, ${clients} clients, autocannon in its own process`);
 
+  // The floor first, in this same run: every figure below is quoted as a ratio to it.
+  const floor = await benchFloor({
+    scenarios,
+    connections,
+    seconds,
+    pool,
+    signThreads,
+    presignSeconds,
+    log,
+  });
   const results: BackendResult[] = [];
   const skipped: string[] = [];
   for (const backend of backends) {
@@ -117,7 +129,7 @@ async function main(): Promise<void> {
   }
 
   log('');
-  log(formatTable(results));
+  log(formatTable(results, floor));
 
   let webhookDelivery: unknown = null;
   const webhookBench = fileURLToPath(new URL('../packages/server/bench/webhook-delivery.ts', import.meta.url));
@@ -156,7 +168,7 @@ async function main(): Promise<void> {
 
   await writeFile(
     out,
-    `${JSON.stringify({ at: new Date().toISOString(), machine, seconds, connections, clients, results, skipped, webhookDelivery, reconciliation }, null, 2)}\n`,
+    `${JSON.stringify({ at: new Date().toISOString(), machine, loadAverage: os.loadavg(), seconds, connections, clients, floor, results, skipped, webhookDelivery, reconciliation }, null, 2)}\n`,
   );
   log(`results written to ${out}`);
 }

@@ -1,3 +1,4 @@
+import type { FloorResult } from './floor.ts';
 import type { BackendResult } from './payments-bench.ts';
 
 /** The bench's console table: one row per back-end and scenario. */
@@ -9,12 +10,13 @@ const SCENARIO_LABEL = {
 
 const mb = (kb: number | null): string => (kb === null ? '-' : (kb / 1024).toFixed(0));
 
-export function formatTable(results: readonly BackendResult[]): string {
+export function formatTable(results: readonly BackendResult[], floor: readonly FloorResult[] = []): string {
   const header = [
     'backend',
     'scenario',
     'conns',
     'req/s',
+    'of floor',
     'p50 ms',
     'p99 ms',
     'max ms',
@@ -22,8 +24,30 @@ export function formatTable(results: readonly BackendResult[]): string {
     'errors',
     'RSS MB before→after',
     'commits/req',
+    'CPU ms/req server',
+    'postgres',
+    'load avg',
   ];
   const rows: string[][] = [header];
+  for (const f of floor) {
+    rows.push([
+      'floor',
+      SCENARIO_LABEL[f.scenario],
+      '',
+      String(f.rps),
+      '100 %',
+      String(f.p50),
+      String(f.p99),
+      '',
+      '',
+      '',
+      '',
+      '',
+      f.cpuMsPerRequest === null ? '-' : f.cpuMsPerRequest.toFixed(2),
+      '',
+      '',
+    ]);
+  }
   for (const r of results) {
     for (const s of r.scenarios) {
       rows.push([
@@ -31,6 +55,10 @@ export function formatTable(results: readonly BackendResult[]): string {
         SCENARIO_LABEL[s.scenario],
         String(s.connections),
         String(s.rps),
+        ofFloor(
+          s.rps,
+          floor.find((f) => f.scenario === s.scenario),
+        ),
         String(s.latencyMs.p50),
         String(s.latencyMs.p99),
         String(s.latencyMs.max),
@@ -38,6 +66,9 @@ export function formatTable(results: readonly BackendResult[]): string {
         String(s.errors + s.timeouts),
         `${mb(s.rssBeforeKb)}→${mb(s.rssAfterKb)}`,
         s.db === null || s.requests === 0 ? '-' : (s.db.commits / s.requests).toFixed(2),
+        msPerRequest(s.serverCpuPercent, s.rps),
+        msPerRequest(s.postgresCpuPercent, s.rps),
+        String(s.loadAverageBefore),
       ]);
     }
   }
@@ -46,4 +77,15 @@ export function formatTable(results: readonly BackendResult[]): string {
   const out = rows.map((row) => line(row).join('  '));
   out.splice(1, 0, widths.map((w) => '-'.repeat(w)).join('  '));
   return `${out.join('\n')}\n`;
+}
+
+function ofFloor(rps: number, floor: FloorResult | undefined): string {
+  if (floor === undefined || floor.rps === 0) return '-';
+  return `${((100 * rps) / floor.rps).toFixed(1)} %`;
+}
+
+/** CPU per request in ms from a CPU share (% of one core) and a request rate. */
+function msPerRequest(cpuPercent: number | null, rps: number): string {
+  if (cpuPercent === null || rps === 0) return '-';
+  return ((cpuPercent / 100) * (1000 / rps)).toFixed(2);
 }

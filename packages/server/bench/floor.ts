@@ -1,0 +1,103 @@
+import { spawn } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
+import { mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { runLoad } from './load.ts';
+import type { Lane, Scenario } from './load-job.ts';
+import { cpuSecondsOf, freePort } from './server-process.ts';
+import { generateKeyPairs } from './signing.ts';
+
+/**
+ * Measures the floor (floor-server.ts) with the same load generator, connections, lanes and pre-signed requests
+ * as the service's runs, in the same bench run, so each figure of the service is quoted as a ratio to it.
+ */
+
+const FLOOR_SERVER = fileURLToPath(new URL('./floor-server.ts', import.meta.url));
+
+export interface FloorResult {
+  scenario: Scenario;
+  rps: number;
+  p50: number;
+  p99: number;
+  /** CPU the floor server used per request, ms. */
+  cpuMsPerRequest: number | null;
+}
+
+export async function benchFloor(o: {
+  scenarios: Scenario[];
+  connections: number;
+  seconds: number;
+  pool: Record<Scenario, number>;
+  signThreads: number;
+  presignSeconds: number;
+  log: (line: string) => void;
+}): Promise<FloorResult[]> {
+  const dir = await mkdtemp(path.join(tmpdir(), 'dispersa-floor-'));
+  const pairs = await generateKeyPairs(o.connections);
+  const lanes: Lane[] = pairs.map((p, i) => ({
+    apiKey: `floor-${i}-${randomBytes(8).toString('hex')}`,
+    privatePem: p.privatePem,
+    nonceStart: '1',
+    paymentIds: ['pay_0000000000000001'],
+  }));
+  const keysFile = path.join(dir, 'keys.json');
+  await writeFile(keysFile, JSON.stringify(Object.fromEntries(lanes.map((l) => [l.apiKey, l.privatePem]))));
+  const port = await freePort();
+  const child = spawn(process.execPath, ['--import', 'tsx', FLOOR_SERVER], {
+    env: { ...process.env, FLOOR_KEYS: keysFile, FLOOR_PORT: String(port) },
+    stdio: ['ignore', 'inherit', 'inherit'],
+  });
+  const baseUrl = `http://127.0.0.1:${port}`;
+  try {
+    const deadline = Date.now() + 30_000;
+    for (;;) {
+      try {
+        if ((await fetch(`${baseUrl}/health`)).ok) break;
+      } catch {
+        // not listening yet
+      }
+      if (Date.now() > deadline) throw new Error('floor server did not start');
+      await new Promise((r) => setTimeout(r, 50));
+    }
+    const results: FloorResult[] = [];
+    for (const scenario of o.scenarios) {
+      let cpuStart: { cpu: number | null; at: number } | null = null;
+      const result = await runLoad(
+        {
+          baseUrl,
+          scenario,
+          runTag: randomBytes(4).toString('hex'),
+          lanes,
+          connections: o.connections,
+          seconds: o.seconds,
+          poolSize: o.pool[scenario],
+          signThreads: o.signThreads,
+          presignSeconds: o.presignSeconds,
+        },
+        () => {
+          cpuStart = { cpu: cpuSecondsOf(child.pid!), at: performance.now() };
+        },
+      );
+      const start = cpuStart as { cpu: number | null; at: number } | null;
+      const cpuEnd = cpuSecondsOf(child.pid!);
+      const cpuMsPerRequest =
+        start === null || start.cpu === null || cpuEnd === null || result.requests === 0
+          ? null
+          : Math.round(((cpuEnd - start.cpu) * 1e6) / result.requests) / 1000;
+      results.push({
+        scenario,
+        rps: result.rps,
+        p50: result.latencyMs.p50,
+        p99: result.latencyMs.p99,
+        cpuMsPerRequest,
+      });
+      o.log(`[floor] ${scenario}: ${result.rps} req/s, p50 ${result.latencyMs.p50} ms, p99 ${result.latencyMs.p99} ms`);
+    }
+    return results;
+  } finally {
+    child.kill('SIGKILL');
+    await rm(dir, { recursive: true, force: true });
+  }
+}
