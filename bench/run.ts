@@ -22,6 +22,7 @@ import { formatTable } from '../packages/server/bench/report.ts';
  *   BENCH_SIGN_THREADS  pre-signing threads (default: CPU count)
  *   BENCH_PRESIGN_SECONDS  longest pre-signing per run (default 30); the rest is signed in the loop
  *   BENCH_CPU_PROF      directory: write a V8 CPU profile of the server there
+ *   BENCH_SERVER_ENV    extra DISPERSA_* settings of the server, e.g. "DISPERSA_PAYMENT_LANES=1,DISPERSA_PAYMENT_MAX_BATCH=64"
  *   BENCH_WEBHOOK       0: skip the webhook delivery bench (packages/server/bench/webhook-delivery.ts)
  *   BENCH_RECONCILIATION  0: skip the reconciliation bench (packages/server/bench/reconciliation.ts)
  *   BENCH_OUT           results file (default bench/bench-results.json)
@@ -43,6 +44,18 @@ function list<T extends string>(name: string, allowed: readonly T[]): T[] {
     if (!allowed.includes(item as T)) throw new Error(`${name}: unknown "${item}" (known: ${allowed.join(', ')})`);
   }
   return items as T[];
+}
+
+function serverEnvOf(text: string): Record<string, string> {
+  const env: Record<string, string> = {};
+  for (const pair of text.split(',').filter((p) => p.trim() !== '')) {
+    const [name, ...rest] = pair.split('=');
+    if (!name?.startsWith('DISPERSA_') || rest.length === 0) {
+      throw new Error(`BENCH_SERVER_ENV: "${pair}" is not DISPERSA_NAME=value`);
+    }
+    env[name.trim()] = rest.join('=').trim();
+  }
+  return env;
 }
 
 async function postgresVersion(url: string): Promise<string | null> {
@@ -77,6 +90,7 @@ async function main(): Promise<void> {
   const signThreads = int('BENCH_SIGN_THREADS', os.cpus().length);
   const presignSeconds = int('BENCH_PRESIGN_SECONDS', 30);
   const cpuProfileDir = process.env['BENCH_CPU_PROF'] || undefined;
+  const serverEnv = serverEnvOf(process.env['BENCH_SERVER_ENV'] ?? '');
   const out = process.env['BENCH_OUT'] ?? fileURLToPath(new URL('./bench-results.json', import.meta.url));
 
   const pgVersion = backends.includes('postgres') ? await postgresVersion(postgresUrl) : null;
@@ -123,6 +137,7 @@ async function main(): Promise<void> {
         presignSeconds,
         scenarios,
         cpuProfileDir,
+        serverEnv,
         log,
       }),
     );

@@ -33,6 +33,8 @@ export interface PaymentsBenchOptions {
   scenarios: Scenario[];
   /** Write a V8 CPU profile of the server into this directory (node --cpu-prof). */
   cpuProfileDir?: string;
+  /** Extra DISPERSA_* settings of the server. */
+  serverEnv?: Record<string, string>;
   log?: (line: string) => void;
 }
 
@@ -60,6 +62,35 @@ export interface ScenarioResult extends LoadResult {
    * (pg_stat_activity): share of samples per wait event and statement. Lock waits here name the hot rows.
    */
   waits: WaitSample[] | null;
+  /** Requests per batch during the run, per phase of the payment path and for the nonce store (from /metrics). */
+  meanBatch: Record<string, number>;
+}
+
+type BatchCounters = Record<string, { sum: number; count: number }>;
+
+/** Sum and count of each batch-size histogram of the server's /metrics. */
+async function batchSizes(adminUrl: string, token: string): Promise<BatchCounters> {
+  const res = await fetch(`${adminUrl}/metrics`, { headers: { authorization: `Bearer ${token}` } });
+  const text = await res.text();
+  const out: BatchCounters = {};
+  for (const line of text.split('\n')) {
+    const m = /^dispersa_(payment|nonce)_batch_size_(sum|count)(?:\{phase="([a-z]+)"\})? ([0-9.e+]+)$/.exec(line);
+    if (!m) continue;
+    const name = m[1] === 'nonce' ? 'nonce' : m[3]!;
+    out[name] ??= { sum: 0, count: 0 };
+    out[name][m[2] as 'sum' | 'count'] = Number(m[4]);
+  }
+  return out;
+}
+
+function meanBatchSizes(before: BatchCounters, after: BatchCounters): Record<string, number> {
+  const out: Record<string, number> = {};
+  for (const [name, a] of Object.entries(after)) {
+    const b = before[name] ?? { sum: 0, count: 0 };
+    const count = a.count - b.count;
+    if (count > 0) out[name] = Math.round(((a.sum - b.sum) / count) * 10) / 10;
+  }
+  return out;
 }
 
 export interface WaitSample {
@@ -180,6 +211,7 @@ export async function benchPayments(o: PaymentsBenchOptions): Promise<BackendRes
       adminToken,
       databaseUrl: database?.url ?? null,
       nodeArgs: o.cpuProfileDir ? ['--cpu-prof', `--cpu-prof-dir=${o.cpuProfileDir}`] : [],
+      ...(o.serverEnv ? { env: o.serverEnv } : {}),
     });
     log(`[${o.backend}] server pid ${server.pid} on ${server.baseUrl}`);
     const admin = createAdminCaller(server.adminUrl, adminToken);
@@ -245,7 +277,10 @@ export async function benchPayments(o: PaymentsBenchOptions): Promise<BackendRes
           if (waitsClient !== null && dbName !== null) sampler = sampleWaits(waitsClient, dbName);
         },
       );
+      const batchesBefore = await batchSizes(server.adminUrl, adminToken);
       const result = await load;
+      const batchesAfter = await batchSizes(server.adminUrl, adminToken);
+      const meanBatch = meanBatchSizes(batchesBefore, batchesAfter);
       const waits = sampler === null ? null : await (sampler as { stop(): Promise<WaitSample[]> }).stop();
       const end = markCpu();
       const rssAfterKb = server.rssKb();
@@ -271,11 +306,17 @@ export async function benchPayments(o: PaymentsBenchOptions): Promise<BackendRes
         loadAverageBefore,
         db,
         waits,
+        meanBatch,
       });
       log(
         `[${o.backend}] ${scenario}: ${result.rps} req/s, p50 ${result.latencyMs.p50} ms, p99 ${result.latencyMs.p99} ms, ` +
           `non-2xx ${result.non2xx}, errors ${result.errors + result.timeouts}, pre-signed ${result.preSigned}, signed in loop ${result.signedInLoop}; CPU % server ` +
           `${serverCpuPercent}, load generator ${result.driverCpuPercent}, postgres ${postgresCpuPercent ?? '-'}`,
+      );
+      log(
+        `    mean batch: ${Object.entries(meanBatch)
+          .map(([phase, size]) => `${phase} ${size}`)
+          .join(', ')}`,
       );
       for (const w of waits?.slice(0, 6) ?? [])
         log(`    ${String(w.percent).padStart(5)}%  ${w.wait.padEnd(28)} ${w.query}`);
