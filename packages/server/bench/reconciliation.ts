@@ -159,7 +159,8 @@ async function seed(db: Db, mix: ReturnType<typeof mixFor>, at: Date): Promise<v
      SELECT 'hld_' || id, 'client:cli_bench:VES', id, 'VES', amount_minor FROM payments WHERE state = 'unknown'`,
   );
   await db.query(
-    `UPDATE ledger_accounts SET held_minor = (SELECT coalesce(sum(amount_minor), 0) FROM holds WHERE status = 'held')
+    `UPDATE ledger_accounts SET available_minor = available_minor
+        - (SELECT coalesce(sum(amount_minor), 0) FROM holds WHERE status = 'held')
       WHERE id = 'client:cli_bench:VES'`,
   );
   await db.query(

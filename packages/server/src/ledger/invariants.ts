@@ -1,9 +1,9 @@
 import type { Queryable } from '../db/db.ts';
 
 /**
- * The ledger's invariants, checked from the journal itself: every entry balances per currency, every cached
- * client balance equals the sum of its postings (the service's own accounts are not cached), every cached hold total equals the sum of its open holds, and no
- * client's available balance is negative. Returns the violations (empty when the ledger is sound).
+ * The ledger's invariants, checked from the journal itself: every entry balances per currency, every client's
+ * cached available balance equals −(sum of its postings) − (its open holds) (the service's own accounts cache
+ * nothing), and no client's available balance is negative. Returns the violations (empty when the ledger is sound).
  */
 export async function ledgerViolations(q: Queryable): Promise<string[]> {
   const out: string[] = [];
@@ -16,21 +16,19 @@ export async function ledgerViolations(q: Queryable): Promise<string[]> {
     'SELECT currency, sum(amount_minor)::text AS total FROM postings GROUP BY currency HAVING sum(amount_minor) <> 0',
   );
   for (const r of perCurrency.rows) out.push(`journal off by ${r.total} ${r.currency}`);
-  const cached = await q.query<{ id: string; posted: string; actual: string }>(
-    `SELECT a.id, a.posted_minor::text AS posted, coalesce(sum(p.amount_minor), 0)::text AS actual
-     FROM ledger_accounts a LEFT JOIN postings p ON p.account_id = a.id
-     WHERE a.kind = 'client_balance'
-     GROUP BY a.id, a.posted_minor HAVING a.posted_minor <> coalesce(sum(p.amount_minor), 0)`,
+  const cached = await q.query<{ id: string; cached: string; actual: string }>(
+    `SELECT a.id, a.available_minor::text AS cached, (-coalesce(p.total, 0) - coalesce(h.total, 0))::text AS actual
+     FROM ledger_accounts a
+     LEFT JOIN (SELECT account_id, sum(amount_minor) AS total FROM postings GROUP BY account_id) p ON p.account_id = a.id
+     LEFT JOIN (SELECT account_id, sum(amount_minor) AS total FROM holds WHERE status = 'held' GROUP BY account_id) h
+       ON h.account_id = a.id
+     WHERE a.kind = 'client_balance' AND a.available_minor <> -coalesce(p.total, 0) - coalesce(h.total, 0)`,
   );
-  for (const r of cached.rows) out.push(`account ${r.id} caches ${r.posted} but postings sum to ${r.actual}`);
-  const held = await q.query<{ id: string; held: string; actual: string }>(
-    `SELECT a.id, a.held_minor::text AS held, coalesce(sum(h.amount_minor) FILTER (WHERE h.status = 'held'), 0)::text AS actual
-     FROM ledger_accounts a LEFT JOIN holds h ON h.account_id = a.id
-     GROUP BY a.id, a.held_minor HAVING a.held_minor <> coalesce(sum(h.amount_minor) FILTER (WHERE h.status = 'held'), 0)`,
-  );
-  for (const r of held.rows) out.push(`account ${r.id} caches holds ${r.held} but open holds sum to ${r.actual}`);
+  for (const r of cached.rows) {
+    out.push(`account ${r.id} caches ${r.cached} available but its postings and open holds leave ${r.actual}`);
+  }
   const negative = await q.query<{ id: string }>(
-    `SELECT id FROM ledger_accounts WHERE kind = 'client_balance' AND -posted_minor - held_minor < 0`,
+    `SELECT id FROM ledger_accounts WHERE kind = 'client_balance' AND available_minor < 0`,
   );
   for (const r of negative.rows) out.push(`account ${r.id} has a negative available balance`);
   return out;

@@ -4,9 +4,13 @@ import { minorFromDb } from '../shared/money.ts';
 import { bankAccountId, clientAccountId, ensureAccount, fxAccountId } from './accounts.ts';
 
 /**
- * The only code that writes postings and holds. Every function takes the caller's transaction, so a payment's
- * row, its postings and its event commit together. Postings are signed (+ debit, − credit) and each entry sums
- * to zero per currency (also enforced by a deferred trigger). Accounts are locked in id order to avoid deadlocks.
+ * The only code that writes postings and holds (besides the batch functions of migration 0013, which follow the
+ * same rules). Every function takes the caller's transaction, so a payment's row, its postings and its event
+ * commit together. Postings are signed (+ debit, − credit) and each entry sums to zero per currency (also
+ * enforced by a deferred trigger). A client's balance row caches what it can spend,
+ * available = −(sum of its postings) − (its open holds), kept ≥ 0 by a CHECK: a hold takes from it, a release
+ * gives back, a posting to it (funding, reversal) moves it, and a payout settled from its hold leaves it as it is.
+ * Accounts are locked in id order to avoid deadlocks.
  */
 
 export interface Posting {
@@ -35,8 +39,15 @@ function assertBalanced(postings: readonly Posting[]): void {
   }
 }
 
-/** Books an entry; false when an entry with that ref exists already (nothing written). */
-export async function postEntry(q: Queryable, entry: EntryInput): Promise<boolean> {
+/**
+ * Books an entry; false when an entry with that ref exists already (nothing written). `fromHold`: the client's
+ * side of the entry was already taken from its available balance by a hold (a payout), so the cache stays.
+ */
+export async function postEntry(
+  q: Queryable,
+  entry: EntryInput,
+  options: { fromHold?: boolean } = {},
+): Promise<boolean> {
   assertBalanced(entry.postings);
   const inserted = await q.query<{ id: string }>(
     `INSERT INTO journal_entries (kind, payment_id, funding_id, entry_ref) VALUES ($1, $2, $3, $4)
@@ -45,18 +56,21 @@ export async function postEntry(q: Queryable, entry: EntryInput): Promise<boolea
   );
   const entryId = inserted.rows[0]?.id;
   if (entryId === undefined) return false;
-  // Only client balances cache their total (the CHECK on the available balance needs it). The service's own
+  // Only client balances cache a total (the CHECK on the available balance needs it). The service's own
   // accounts (bank, FX position) are one row each for every payment of every client: updating them here would
   // serialise all bookings behind one row lock, so their balance is derived from the postings (houseBalance).
   const byAccount = new Map<string, bigint>();
   for (const p of entry.postings) {
     if (isClientAccount(p.accountId)) byAccount.set(p.accountId, (byAccount.get(p.accountId) ?? 0n) + p.amountMinor);
   }
-  for (const accountId of [...byAccount.keys()].sort()) {
-    await q.query('UPDATE ledger_accounts SET posted_minor = posted_minor + $2 WHERE id = $1', [
-      accountId,
-      byAccount.get(accountId)!.toString(),
-    ]);
+  if (!options.fromHold) {
+    for (const accountId of [...byAccount.keys()].sort()) {
+      // A credit (negative posting) to a client makes more available; a debit, less.
+      await q.query('UPDATE ledger_accounts SET available_minor = available_minor - $2 WHERE id = $1', [
+        accountId,
+        byAccount.get(accountId)!.toString(),
+      ]);
+    }
   }
   await q.query(
     `INSERT INTO postings (entry_id, account_id, currency, amount_minor)
@@ -94,8 +108,8 @@ export async function placeHold(
   // No account row yet means nothing was ever funded: the UPDATE matches nothing and the answer is insufficient.
   const accountId = clientAccountId(input.clientId, input.currency);
   const { rowCount } = await q.query(
-    `UPDATE ledger_accounts SET held_minor = held_minor + $2
-     WHERE id = $1 AND -posted_minor - held_minor >= $2`,
+    `UPDATE ledger_accounts SET available_minor = available_minor - $2
+     WHERE id = $1 AND available_minor >= $2`,
     [accountId, input.amountMinor.toString()],
   );
   if (rowCount === 0) return 'insufficient';
@@ -128,7 +142,7 @@ async function closeHold(q: Queryable, paymentId: string, status: 'posted' | 're
 export async function releaseHold(q: Queryable, paymentId: string): Promise<boolean> {
   const hold = await closeHold(q, paymentId, 'released');
   if (hold === null) return false;
-  await q.query('UPDATE ledger_accounts SET held_minor = held_minor - $2 WHERE id = $1', [
+  await q.query('UPDATE ledger_accounts SET available_minor = available_minor + $2 WHERE id = $1', [
     hold.account_id,
     hold.amount_minor,
   ]);
@@ -147,8 +161,6 @@ export async function settlePayout(
   if (hold === null) return false;
   const source = minorFromDb(hold.amount_minor);
   const client = clientAccountId(input.clientId, input.sourceCurrency);
-  // Release first, then post: each step leaves the available balance unchanged or higher, never below zero.
-  await q.query('UPDATE ledger_accounts SET held_minor = held_minor - $2 WHERE id = $1', [client, source.toString()]);
   const postings: Posting[] = [];
   if (input.sourceCurrency === 'VES') {
     postings.push({ accountId: client, currency: 'VES', amountMinor: source });
@@ -160,12 +172,11 @@ export async function settlePayout(
     );
   }
   postings.push({ accountId: bankAccountId('VES'), currency: 'VES', amountMinor: -input.targetMinor });
-  const booked = await postEntry(q, {
-    kind: 'payout',
-    entryRef: `payout:${input.paymentId}`,
-    paymentId: input.paymentId,
-    postings,
-  });
+  const booked = await postEntry(
+    q,
+    { kind: 'payout', entryRef: `payout:${input.paymentId}`, paymentId: input.paymentId, postings },
+    { fromHold: true },
+  );
   if (!booked) throw new Error(`payout of ${input.paymentId} booked twice`);
   return true;
 }
@@ -192,13 +203,12 @@ export async function bookFunding(
 
 /** What the client can spend now: balance minus open holds. */
 export async function availableBalance(q: Queryable, clientId: string, currency: string): Promise<bigint> {
-  const { rows } = await q.query<{ posted_minor: string; held_minor: string }>(
-    'SELECT posted_minor, held_minor FROM ledger_accounts WHERE id = $1',
+  const { rows } = await q.query<{ available_minor: string }>(
+    'SELECT available_minor FROM ledger_accounts WHERE id = $1',
     [clientAccountId(clientId, currency)],
   );
   const row = rows[0];
-  if (!row) return 0n;
-  return -minorFromDb(row.posted_minor) - minorFromDb(row.held_minor);
+  return row ? minorFromDb(row.available_minor) : 0n;
 }
 
 /**

@@ -399,13 +399,15 @@ it('loses no payment, dispatches none twice and keeps the ledger balanced across
       if (p.state === 'completed') completed += BigInt(p.source_amount_minor);
       if (open.has(p.state)) held += BigInt(p.source_amount_minor);
     }
-    const account = await db.query<{ posted_minor: string; held_minor: string }>(
-      'SELECT posted_minor::text, held_minor::text FROM ledger_accounts WHERE client_id = $1',
+    const account = await db.query<{ available_minor: string }>(
+      'SELECT available_minor::text FROM ledger_accounts WHERE client_id = $1',
       [clientId],
     );
-    const available = -BigInt(account.rows[0]!.posted_minor) - BigInt(account.rows[0]!.held_minor);
-    expect(available).toBe(FUNDED - completed - held);
-    expect(BigInt(account.rows[0]!.held_minor)).toBe(held);
+    expect(BigInt(account.rows[0]!.available_minor)).toBe(FUNDED - completed - held);
+    const openHolds = await db.query<{ total: string }>(
+      "SELECT coalesce(sum(amount_minor), 0)::text AS total FROM holds WHERE status = 'held'",
+    );
+    expect(BigInt(openHolds.rows[0]!.total)).toBe(held);
 
     // The dispatch timeout passed for every interrupted payment: none is left in flight.
     expect(processing).toBe(0);

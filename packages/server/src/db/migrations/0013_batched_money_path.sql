@@ -4,6 +4,19 @@
 -- payment at a time, applied here to each item in arrival order, so every request gets the answer it would get
 -- alone.
 
+-- A client's balance row caches one number, what it can spend: available = -(sum of its postings) - (its open
+-- holds). A hold takes from it, a release gives back, a funding or reversal posts to it; completing a payout
+-- changes nothing here (the hold's money was already gone from it), so the booking phase of a batch never touches
+-- the row the reserve phase of the next batch is deciding on. Before: a posted total and a held total, both
+-- updated at completion. (Migration written before 0013 was ever released, hence in place.)
+ALTER TABLE ledger_accounts ADD COLUMN available_minor bigint NOT NULL DEFAULT 0;
+UPDATE ledger_accounts SET available_minor = -posted_minor - held_minor WHERE kind = 'client_balance';
+ALTER TABLE ledger_accounts DROP CONSTRAINT client_available_not_negative;
+ALTER TABLE ledger_accounts DROP COLUMN posted_minor;
+ALTER TABLE ledger_accounts DROP COLUMN held_minor;
+ALTER TABLE ledger_accounts ADD CONSTRAINT client_available_not_negative
+  CHECK (kind <> 'client_balance' OR available_minor >= 0);
+
 -- The rail reference from the payment sequence: DSP + the sequence in base 36 (10 digits) + 8 random hex digits.
 -- Unique by the sequence, unguessable by the suffix, within the bank's charset.
 CREATE FUNCTION payment_rail_reference(seq bigint) RETURNS text LANGUAGE plpgsql AS $$
@@ -142,7 +155,7 @@ BEGIN
       END IF;
     END IF;
     IF v_code IS NULL THEN
-      SELECT -a.posted_minor - a.held_minor INTO v_available FROM ledger_accounts a WHERE a.id = v_account;
+      SELECT a.available_minor INTO v_available FROM ledger_accounts a WHERE a.id = v_account;
       IF NOT FOUND OR v_available < v_source THEN
         v_code := 'insufficient_balance';
       END IF;
@@ -170,7 +183,7 @@ BEGIN
         payment_rail_reference(v_seq), CASE WHEN v_state = 'processing' THEN at END, at, at);
 
     IF v_state = 'processing' THEN
-      UPDATE ledger_accounts SET held_minor = held_minor + v_source WHERE id = v_account;
+      UPDATE ledger_accounts SET available_minor = available_minor - v_source WHERE id = v_account;
       INSERT INTO holds (id, account_id, payment_id, currency, amount_minor)
         VALUES ('hld_' || payment_id, v_account, payment_id, it->>'sourceCurrency', v_source);
       UPDATE key_daily_usage SET used_minor = used_minor + v_amount
@@ -202,11 +215,13 @@ DECLARE
   v_entry bigint;
   v_to text;
 BEGIN
-  -- Payments, then balances, in id order: the order every booking path uses.
+  -- Payments, then the balances failures give money back to, in id order: the order every booking path uses.
+  -- Completions touch no balance row.
   PERFORM 1 FROM payments WHERE id IN (SELECT e->>'id' FROM jsonb_array_elements(items) e) ORDER BY id FOR UPDATE;
   PERFORM 1 FROM ledger_accounts WHERE id IN (
     SELECT 'client:' || pp.client_id || ':' || pp.source_currency FROM payments pp
-    WHERE pp.id IN (SELECT e->>'id' FROM jsonb_array_elements(items) e)) ORDER BY id FOR UPDATE;
+    WHERE pp.id IN (SELECT e->>'id' FROM jsonb_array_elements(items) e WHERE e->>'state' = 'failed'))
+    ORDER BY id FOR UPDATE;
 
   FOR it IN SELECT value FROM jsonb_array_elements(items) LOOP
     SELECT pp.id, pp.client_id, pp.key_id, pp.state, pp.rail, pp.amount_minor, pp.source_currency, pp.created_at
@@ -222,10 +237,6 @@ BEGIN
       UPDATE holds SET status = 'posted', closed_at = at WHERE holds.payment_id = p.id AND status = 'held'
         RETURNING account_id, amount_minor INTO v_hold;
       IF FOUND THEN
-        -- Release and post in one update: the available balance is unchanged.
-        UPDATE ledger_accounts SET held_minor = held_minor - v_hold.amount_minor,
-            posted_minor = posted_minor + v_hold.amount_minor
-          WHERE id = v_hold.account_id;
         INSERT INTO journal_entries (kind, payment_id, entry_ref) VALUES ('payout', p.id, 'payout:' || p.id)
           RETURNING id INTO v_entry;
         IF p.source_currency = 'VES' THEN
@@ -244,7 +255,7 @@ BEGIN
       UPDATE holds SET status = 'released', closed_at = at WHERE holds.payment_id = p.id AND status = 'held'
         RETURNING account_id, amount_minor INTO v_hold;
       IF FOUND THEN
-        UPDATE ledger_accounts SET held_minor = held_minor - v_hold.amount_minor WHERE id = v_hold.account_id;
+        UPDATE ledger_accounts SET available_minor = available_minor + v_hold.amount_minor WHERE id = v_hold.account_id;
       END IF;
       UPDATE key_daily_usage SET used_minor = greatest(used_minor - p.amount_minor, 0)
         WHERE key_id = p.key_id AND rail = p.rail AND day = (p.created_at AT TIME ZONE 'UTC')::date;
