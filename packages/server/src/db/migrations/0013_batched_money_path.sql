@@ -46,7 +46,9 @@ $$;
 --                          violation, detail = its code, or rejected_by_us); the caller writes the event of a
 --                          failed one in the same transaction
 -- Locks are taken up front in one fixed order (idempotency keys, quotes, balances, daily usage), so batches of
--- several processes never deadlock on each other.
+-- several processes never deadlock on each other. Balance rows are locked FOR NO KEY UPDATE, the strength of the
+-- UPDATE that follows: FOR UPDATE would also conflict with the key-share locks that inserting a posting or a hold
+-- takes on its account (foreign keys), and a booking holding those would wait on us while we wait on it.
 CREATE FUNCTION reserve_payments(items jsonb, at timestamptz)
 RETURNS TABLE (idx int, verdict text, payment_id text, detail text)
 LANGUAGE plpgsql AS $$
@@ -82,7 +84,7 @@ BEGIN
     ORDER BY quote_id FOR UPDATE;
   PERFORM 1 FROM ledger_accounts WHERE id IN (
     SELECT 'client:' || (e->>'client') || ':' || (e->>'sourceCurrency') FROM jsonb_array_elements(items) e)
-    ORDER BY id FOR UPDATE;
+    ORDER BY id FOR NO KEY UPDATE;
   -- The day's usage row of each key and rail exists and is locked before any payment of the batch reads it.
   INSERT INTO key_daily_usage AS u (key_id, rail, day, used_minor)
     SELECT DISTINCT e->>'key', e->>'rail', v_day, 0::bigint FROM jsonb_array_elements(items) e
@@ -217,11 +219,11 @@ DECLARE
 BEGIN
   -- Payments, then the balances failures give money back to, in id order: the order every booking path uses.
   -- Completions touch no balance row.
-  PERFORM 1 FROM payments WHERE id IN (SELECT e->>'id' FROM jsonb_array_elements(items) e) ORDER BY id FOR UPDATE;
+  PERFORM 1 FROM payments WHERE id IN (SELECT e->>'id' FROM jsonb_array_elements(items) e) ORDER BY id FOR NO KEY UPDATE;
   PERFORM 1 FROM ledger_accounts WHERE id IN (
     SELECT 'client:' || pp.client_id || ':' || pp.source_currency FROM payments pp
     WHERE pp.id IN (SELECT e->>'id' FROM jsonb_array_elements(items) e WHERE e->>'state' = 'failed'))
-    ORDER BY id FOR UPDATE;
+    ORDER BY id FOR NO KEY UPDATE;
 
   FOR it IN SELECT value FROM jsonb_array_elements(items) LOOP
     SELECT pp.id, pp.client_id, pp.key_id, pp.state, pp.rail, pp.amount_minor, pp.source_currency, pp.created_at
