@@ -30,7 +30,7 @@ const MAX_BATCH = 512;
  * Independent flush queues. A key always maps to the same lane, so its nonces are applied in arrival order; the
  * lanes flush in parallel so that PostgreSQL can group their commits instead of one flush waiting for the last.
  */
-const LANES = 4;
+const LANES = 2;
 
 function laneOf(keyId: string): number {
   let h = 0;

@@ -185,3 +185,28 @@ describe('a batch whose commit fails', () => {
     for (const a of replays) expect(a.status).toBe(200);
   });
 });
+
+describe('reads that share a query', () => {
+  it('answer each client with its own payments only, whatever they are read with', async () => {
+    const [mine] = await clientWithKeys(1);
+    const [theirs] = await clientWithKeys(1);
+    const own = await post(mine!, { amountMinor: '10000', ...PM });
+    const other = await post(theirs!, { amountMinor: '10000', ...PM });
+    const ownId = own.body.payload.id as string;
+    const otherId = other.body.payload.id as string;
+    // GETs may overlap on one key (reads use the nonce window): thirty at once, mixed.
+    const targets = Array.from({ length: 30 }, (_, i) =>
+      i % 3 === 0 ? ownId : i % 3 === 1 ? otherId : 'pay_9999999999999999',
+    );
+    const answers = await Promise.all(targets.map((id) => mine!.api.get(`/v2/payments/${id}`)));
+    answers.forEach((a, i) => {
+      if (targets[i] === ownId) {
+        expect(a.status).toBe(200);
+        expect(a.body.payload.id).toBe(ownId);
+      } else {
+        expect(a.status, targets[i]).toBe(404);
+        expect(a.body).toEqual({ error: 'payment not found' });
+      }
+    });
+  });
+});
