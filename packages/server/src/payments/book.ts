@@ -3,7 +3,7 @@ import type { RailOutcome } from '../rails/rail.ts';
 import type { Clock } from '../shared/clock.ts';
 import { statusOfOutcome } from './dispatch.ts';
 import { recordPaymentEvents } from './events.ts';
-import type { PaymentState } from './model.ts';
+import type { PaymentState, SubStatus } from './model.ts';
 import { findPaymentsByIds, type Payment } from './repository.ts';
 
 /**
@@ -35,23 +35,45 @@ export async function bookBatch(
       'SELECT payment_id, moved, previous_state FROM book_payments($1::jsonb, $2::timestamptz)',
       [JSON.stringify(items), at],
     );
-    const payments = await findPaymentsByIds(
-      q,
-      batch.map((b) => b.payment.id),
-    );
     const moved = new Set(rows.filter((r) => r.moved).map((r) => r.payment_id));
+    // A payment this booking moved is known: what it was plus the move. Only the others are read back.
+    const others = await findPaymentsByIds(
+      q,
+      batch.filter((b) => !moved.has(b.payment.id)).map((b) => b.payment.id),
+    );
+    const now = new Map<string, Payment>();
+    batch.forEach(({ payment }, i) => {
+      if (moved.has(payment.id)) now.set(payment.id, afterMove(payment, items[i]!, at));
+      else if (others.has(payment.id)) now.set(payment.id, others.get(payment.id)!);
+    });
     await recordPaymentEvents(
       q,
       clock,
       rows.flatMap((r) => {
-        const p = payments.get(r.payment_id)!;
+        const p = now.get(r.payment_id)!;
         return r.moved && EVENTFUL.includes(p.state) ? [{ payment: p, previousState: r.previous_state }] : [];
       }),
     );
     return batch.map(({ payment }) => {
-      const now = payments.get(payment.id);
-      if (now === undefined) throw new Error(`payment ${payment.id} vanished during booking`);
-      return { payment: now, moved: moved.has(payment.id) };
+      const current = now.get(payment.id);
+      if (current === undefined) throw new Error(`payment ${payment.id} vanished during booking`);
+      return { payment: current, moved: moved.has(payment.id) };
     });
   });
+}
+
+/** The row book_payments leaves after moving a processing payment (as paymentFromRow would read it). */
+function afterMove(
+  p: Payment,
+  to: { state: PaymentState; subStatus: SubStatus; failureCode: string | null },
+  at: Date,
+): Payment {
+  return {
+    ...p,
+    state: to.state,
+    subStatus: to.subStatus,
+    failureCode: to.state === 'failed' ? to.failureCode : null,
+    unknownSince: to.state === 'unknown' ? at : null,
+    updatedAt: at,
+  };
 }

@@ -1,8 +1,11 @@
+import type { RailCode } from '../config.ts';
 import type { Db } from '../db/db.ts';
+import type { DocType } from '../rails/rail.ts';
 import type { BatchResult } from '../shared/batcher.ts';
 import type { Clock } from '../shared/clock.ts';
 import type { CreateResult, ReserveItem } from './create.ts';
 import { recordPaymentEvents } from './events.ts';
+import type { PaymentState, SubStatus } from './model.ts';
 import { findPaymentsByIds, type Payment } from './repository.ts';
 import type { RuleViolation } from './rules.ts';
 
@@ -24,6 +27,12 @@ interface VerdictRow {
     | 'created';
   payment_id: string | null;
   detail: string | null;
+  out_seq: string | null;
+  out_rail_reference: string | null;
+  out_state: PaymentState | null;
+  out_sub_status: SubStatus | null;
+  out_source_amount_minor: string | null;
+  out_rate_id: string | null;
 }
 
 export async function reserveBatch(
@@ -35,15 +44,21 @@ export async function reserveBatch(
   const json = JSON.stringify(items.map((item, i) => ({ i, ...item })));
   return db.tx(async (q) => {
     const { rows } = await q.query<VerdictRow>(
-      'SELECT idx, verdict, payment_id, detail FROM reserve_payments($1::jsonb, $2::timestamptz)',
+      `SELECT idx, verdict, payment_id, detail, out_seq::text, out_rail_reference, out_state, out_sub_status,
+         out_source_amount_minor::text, out_rate_id
+       FROM reserve_payments($1::jsonb, $2::timestamptz)`,
       [json, at],
     );
+    // New payments are known from the request and what the function decided; only replays are read back.
     const payments = await findPaymentsByIds(
       q,
-      rows.flatMap((r) => (r.payment_id === null ? [] : [r.payment_id])),
+      rows.flatMap((r) => (r.verdict === 'replay' && r.payment_id !== null ? [r.payment_id] : [])),
     );
+    for (const r of rows) {
+      if (r.verdict === 'created') payments.set(r.payment_id!, createdPayment(r, items[r.idx]!, at));
+    }
     const failedNow = rows.flatMap((r) => {
-      const p = r.verdict === 'created' && r.payment_id !== null ? payments.get(r.payment_id) : undefined;
+      const p = r.verdict === 'created' ? payments.get(r.payment_id!) : undefined;
       return p !== undefined && p.state === 'failed' ? [{ payment: p, previousState: null }] : [];
     });
     await recordPaymentEvents(q, clock, failedNow);
@@ -59,6 +74,41 @@ export async function reserveBatch(
     }
     return results;
   });
+}
+
+/** The row reserve_payments wrote, from the request and the function's answer (as paymentFromRow would read it). */
+function createdPayment(r: VerdictRow, item: ReserveItem, at: Date): Payment {
+  const state = r.out_state!;
+  return {
+    id: r.payment_id!,
+    seq: BigInt(r.out_seq!),
+    clientId: item.client,
+    keyId: item.key,
+    idempotencyKey: item.idem,
+    fingerprint: item.fingerprint,
+    state,
+    subStatus: r.out_sub_status,
+    // A rule's code comes back as detail; a refusal by us is the code the request carried.
+    failureCode: state === 'failed' ? (r.detail ?? item.refused) : null,
+    amountMinor: BigInt(item.amountMinor),
+    currency: 'VES',
+    rail: item.rail as RailCode,
+    account: item.account,
+    bankCode: item.bankCode,
+    docType: item.docType as DocType | null,
+    docNumber: item.docNumber,
+    beneficiaryName: item.beneficiaryName,
+    beneficiaryId: item.beneficiaryId,
+    sourceCurrency: item.sourceCurrency,
+    sourceAmountMinor: BigInt(r.out_source_amount_minor!),
+    quoteId: item.quoteId,
+    rateId: r.out_rate_id,
+    railReference: r.out_rail_reference!,
+    dispatchedAt: state === 'processing' ? at : null,
+    unknownSince: null,
+    createdAt: at,
+    updatedAt: at,
+  };
 }
 
 function resultOf(row: VerdictRow, item: ReserveItem, payment: Payment | undefined): CreateResult {

@@ -113,7 +113,9 @@ function shapeOf(a: Answer): unknown {
   return { status: a.status, state: p.state, subStatus: p.subStatus, failureCode: p.failureCode };
 }
 
-async function runMix(concurrently: boolean): Promise<{ answers: unknown[]; balance: bigint; client: TestClient }> {
+async function runMix(
+  concurrently: boolean,
+): Promise<{ answers: unknown[]; raw: Answer[]; clients: TestClient[]; balance: bigint }> {
   const clients = await clientWithKeys(MIX.length);
   const replayKey = newKey('replayed');
   const original = await post(clients[0]!, { amountMinor: '11100', ...PM }, replayKey);
@@ -128,7 +130,7 @@ async function runMix(concurrently: boolean): Promise<{ answers: unknown[]; bala
     answers = [];
     for (let i = 0; i < MIX.length; i++) answers.push(await send(i));
   }
-  return { answers: answers.map(shapeOf), balance: await balanceOf(clients[0]!), client: clients[0]! };
+  return { answers: answers.map(shapeOf), raw: answers, clients, balance: await balanceOf(clients[0]!) };
 }
 
 describe('a batch mixing every kind of request', () => {
@@ -138,6 +140,14 @@ describe('a batch mixing every kind of request', () => {
     const together = await runMix(true);
     const after = await scrape(server.adminUrl);
 
+    // Every payment a 2xx answered with is exactly what the database holds.
+    for (const [i, a] of together.raw.entries()) {
+      if (a.status < 300) {
+        const read = await together.clients[i]!.api.get(`/v2/payments/${a.body.payload.id}`);
+        if (read.body.payload.state === a.body.payload.state)
+          expect(read.body.payload, MIX[i]![0]).toEqual(a.body.payload);
+      }
+    }
     const named = (answers: unknown[]) => Object.fromEntries(MIX.map(([name], i) => [name, answers[i]]));
     expect(named(together.answers)).toEqual(named(alone.answers));
     expect(together.balance).toBe(alone.balance);

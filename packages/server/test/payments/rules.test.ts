@@ -33,12 +33,14 @@ async function expectFailed422(
     failureCode: code,
     amountMinor: amount,
   });
-  // A failed payment is in the listing and has its event.
-  const { rows } = await server.testDb.db.query<{ n: string }>(
-    "SELECT count(*)::text AS n FROM events WHERE payment_id = $1 AND type = 'payment.state_changed'",
+  // A failed payment is in the listing and has its event, which carries exactly what a read of it shows.
+  const { rows } = await server.testDb.db.query<{ body: string }>(
+    "SELECT body FROM events WHERE payment_id = $1 AND type = 'payment.state_changed'",
     [replay.body.payload.id],
   );
-  expect(rows[0]!.n).toBe('1');
+  expect(rows).toHaveLength(1);
+  const event = JSON.parse(rows[0]!.body) as { data: { payment: unknown; previousState: unknown } };
+  expect(event.data).toEqual({ payment: replay.body.payload, previousState: null });
   return res;
 }
 
@@ -129,6 +131,8 @@ describe('blocked by us', () => {
         subStatus: 'rejected_by_us',
         failureCode: 'rail_not_enabled',
       });
+      // The answer is what the database holds, to the field.
+      expect((await c.api.get(`/v2/payments/${res.body.payload.id}`)).body.payload).toEqual(res.body.payload);
       expect(await balanceOf(c)).toBe(1_000_000n);
       const lines = await s.admin('GET', '/admin/v1/sandbox/bank/lines');
       expect(lines.body.payload.data.filter((l: any) => l.direction === 'debit')).toHaveLength(0);

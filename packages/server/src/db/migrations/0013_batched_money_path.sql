@@ -50,7 +50,8 @@ $$;
 -- UPDATE that follows: FOR UPDATE would also conflict with the key-share locks that inserting a posting or a hold
 -- takes on its account (foreign keys), and a booking holding those would wait on us while we wait on it.
 CREATE FUNCTION reserve_payments(items jsonb, at timestamptz)
-RETURNS TABLE (idx int, verdict text, payment_id text, detail text)
+RETURNS TABLE (idx int, verdict text, payment_id text, detail text, out_seq bigint, out_rail_reference text,
+  out_state text, out_sub_status text, out_source_amount_minor bigint, out_rate_id text)
 LANGUAGE plpgsql AS $$
 #variable_conflict use_column
 DECLARE
@@ -96,6 +97,12 @@ BEGIN
     verdict := NULL;
     payment_id := NULL;
     detail := NULL;
+    out_seq := NULL;
+    out_rail_reference := NULL;
+    out_state := NULL;
+    out_sub_status := NULL;
+    out_source_amount_minor := NULL;
+    out_rate_id := NULL;
 
     SELECT p.id INTO v_found FROM payments p WHERE p.client_id = it->>'client' AND p.idempotency_key = it->>'idem';
     IF FOUND THEN
@@ -176,13 +183,20 @@ BEGIN
 
     v_seq := nextval('payment_seq');
     payment_id := 'pay_' || lpad(v_seq::text, 16, '0');
+    -- What the caller needs to know of the row it did not write itself (the rest is its own request).
+    out_seq := v_seq;
+    out_rail_reference := payment_rail_reference(v_seq);
+    out_state := v_state;
+    out_sub_status := v_sub;
+    out_source_amount_minor := v_source;
+    out_rate_id := v_rate_id;
     INSERT INTO payments (id, seq, client_id, key_id, idempotency_key, fingerprint, state, sub_status, failure_code,
         amount_minor, currency, rail, account, bank_code, doc_type, doc_number, beneficiary_name, beneficiary_id,
         source_currency, source_amount_minor, quote_id, rate_id, rail_reference, dispatched_at, created_at, updated_at)
       VALUES (payment_id, v_seq, it->>'client', it->>'key', it->>'idem', it->>'fingerprint', v_state, v_sub, v_code,
         v_amount, 'VES', it->>'rail', it->>'account', it->>'bankCode', it->>'docType', it->>'docNumber',
         it->>'beneficiaryName', it->>'beneficiaryId', it->>'sourceCurrency', v_source, it->>'quoteId', v_rate_id,
-        payment_rail_reference(v_seq), CASE WHEN v_state = 'processing' THEN at END, at, at);
+        out_rail_reference, CASE WHEN v_state = 'processing' THEN at END, at, at);
 
     IF v_state = 'processing' THEN
       UPDATE ledger_accounts SET available_minor = available_minor - v_source WHERE id = v_account;
