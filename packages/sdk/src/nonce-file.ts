@@ -79,28 +79,41 @@ export function createFileNonceGenerator(options: FileNonceOptions): NonceGenera
     await rename(temporary, statePath);
   }
 
-  async function advance(): Promise<string> {
+  /** The next nonce; the caller holds the lock. */
+  async function advanceLocked(stillHeld: () => Promise<boolean>): Promise<string> {
+    const stored = await readLast();
+    // Our own last value guards against a state file deleted or replaced by an older copy.
+    const last = stored === null || (ownLast !== null && ownLast.value > stored.value) ? ownLast : stored;
+    const next = nextNonce(now(), last, reseedAfterMs);
+    if (!(await stillHeld())) {
+      throw new Error(`nonce lock ${lockPath} was broken as stale while held; nothing was issued, try again`);
+    }
+    await writeLast(next);
+    ownLast = next;
+    return next.value.toString(10);
+  }
+
+  async function locked<T>(fn: (stillHeld: () => Promise<boolean>) => Promise<T>): Promise<T> {
     dirReady ??= mkdir(dirname(statePath), { recursive: true });
     await dirReady;
-    return withFileLock(lockPath, lockOptions, async (stillHeld) => {
-      const stored = await readLast();
-      // Our own last value guards against a state file deleted or replaced by an older copy.
-      const last = stored === null || (ownLast !== null && ownLast.value > stored.value) ? ownLast : stored;
-      const next = nextNonce(now(), last, reseedAfterMs);
-      if (!(await stillHeld())) {
-        throw new Error(`nonce lock ${lockPath} was broken as stale while held; nothing was issued, try again`);
-      }
-      await writeLast(next);
-      ownLast = next;
-      return next.value.toString(10);
-    });
+    return withFileLock(lockPath, lockOptions, fn);
+  }
+
+  /** Inside one process, calls are queued so they do not compete for the lock file with each other. */
+  function queued<T>(task: () => Promise<T>): Promise<T> {
+    const run = queue.then(task);
+    queue = run.catch(() => undefined);
+    return run;
   }
 
   return {
     next() {
-      const run = queue.then(advance);
-      queue = run.catch(() => undefined);
-      return run;
+      return queued(() => locked(advanceLocked));
+    },
+    exclusive(fn) {
+      // The lock stays held (and kept fresh, see withFileLock) until fn settles: a write's nonce, its request and
+      // its answer, so that no process sharing the file takes a nonce in between.
+      return queued(() => locked((stillHeld) => fn(() => advanceLocked(stillHeld))));
     },
   };
 }
