@@ -113,7 +113,7 @@ afterAll(async () => {
 
 describe('a client generated from /v2/openapi.json', () => {
   it('openapi-typescript + openapi-fetch: a signed call type-checks with no auth header by hand, and works', async () => {
-    const doc = await (await fetch(`${server.baseUrl}/v2/openapi.json`)).json();
+    const doc = (await (await fetch(`${server.baseUrl}/v2/openapi.json`)).json()) as Record<string, any>;
     const schema = astToString(await openapiTS(doc));
     expect(schema).toContain('"/v2/payments"');
     await writeFile(path.join(dir, 'schema.d.ts'), schema);
