@@ -4,7 +4,7 @@ import { createRequire } from 'node:module';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
-import openapiTS, { astToString } from 'openapi-typescript';
+import openapiTS, { astToString, type OpenAPI3 } from 'openapi-typescript';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { testKeyPair } from '../support/keys.ts';
 import { startTestServer, type TestServer } from '../support/test-server.ts';
@@ -113,7 +113,7 @@ afterAll(async () => {
 
 describe('a client generated from /v2/openapi.json', () => {
   it('openapi-typescript + openapi-fetch: a signed call type-checks with no auth header by hand, and works', async () => {
-    const doc = (await (await fetch(`${server.baseUrl}/v2/openapi.json`)).json()) as Record<string, any>;
+    const doc = (await (await fetch(`${server.baseUrl}/v2/openapi.json`)).json()) as OpenAPI3;
     const schema = astToString(await openapiTS(doc));
     expect(schema).toContain('"/v2/payments"');
     await writeFile(path.join(dir, 'schema.d.ts'), schema);
