@@ -1,4 +1,5 @@
 import swagger from '@fastify/swagger';
+import swaggerUi from '@fastify/swagger-ui';
 import { Type } from '@sinclair/typebox';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { Logger } from 'pino';
@@ -7,6 +8,9 @@ import { buildFastify } from './build-fastify.ts';
 import { httpError } from './errors.ts';
 import { finishOpenApiDocument } from './openapi.ts';
 import { hasBody, mediaType, parseJsonObjectBody, rawBodyOf } from './request-body.ts';
+
+/** Where the service serves its browsable API reference (Swagger UI over GET /v2/openapi.json's document). */
+export const REFERENCE_PATH = '/docs';
 
 export interface PublicAppOptions {
   logger: Logger;
@@ -35,6 +39,23 @@ export async function createPublicApp(options: PublicAppOptions): Promise<Fastif
           'walks through a first signed call. Send the writes of one key one at a time.',
       },
     },
+  });
+
+  // The browsable API reference: Swagger UI's own files, served from the package (no CDN), reading the document
+  // above. "Try it out" is off: a browser holds no private key to sign with.
+  await app.register(swaggerUi, {
+    routePrefix: REFERENCE_PATH,
+    staticCSP: true,
+    theme: { title: 'dispersa API reference' },
+    uiConfig: { deepLinking: true, docExpansion: 'list', supportedSubmitMethods: [], validatorUrl: null },
+    // The page names the address it was read from as the server, before the sandbox default.
+    transformSpecification: (spec, request) => ({
+      ...spec,
+      servers: [
+        { url: `${request.protocol}://${request.host}`, description: 'This service.' },
+        ...(spec['servers'] ?? []),
+      ],
+    }),
   });
 
   app.addHook('onRequest', async (request) => {
