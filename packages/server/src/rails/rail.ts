@@ -75,6 +75,9 @@ export interface BankStatementLine {
   raw: string;
 }
 
+/** A statement line as JSON carries it (the bank gateway's wire): the amount as decimal text. */
+export type WireStatementLine = Omit<BankStatementLine, 'amountMinor'> & { amountMinor: string };
+
 export interface StatementPage {
   lines: BankStatementLine[];
   /** Opaque position to continue from; pass it back to get only newer lines. */

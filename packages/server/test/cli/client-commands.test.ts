@@ -104,11 +104,21 @@ describe('failures and exit status', () => {
     expect(r.stdout).toBe('');
   });
 
+  it('exits 3 when nothing answers, naming the setting that points it elsewhere', async () => {
+    const r = await runCli(['me'], { env: { ...ves.env, DISPERSA_BASE_URL: 'http://127.0.0.1:9' } });
+    expect(r.code).toBe(3);
+    expect(r.error().error).toMatch(/ECONNREFUSED/);
+    expect(r.stderr).toMatch(/set DISPERSA_BASE_URL \(or --base-url\)/);
+  });
+
   it('exits 2 on an unknown flag, with the usage of the command', async () => {
     const r = await runCli(['pay', '--amount-minr', '100'], { env: ves.env });
     expect(r.code).toBe(2);
     expect(r.stderr).toMatch(/usage: dispersa pay/);
-    expect(r.error()).toEqual({ error: 'unknown flag --amount-minr' });
+    expect(r.error()).toEqual({ error: 'unknown flag --amount-minr; did you mean --amount-minor?' });
+    const short = await runCli(['pay', '--amount', '100'], { env: ves.env });
+    expect(short.code).toBe(2);
+    expect(short.error()).toEqual({ error: 'unknown flag --amount; did you mean --amount-minor?' });
   });
 
   it('exits 1 with the service error body and status when the signature does not verify', async () => {
@@ -117,6 +127,7 @@ describe('failures and exit status', () => {
     const r = await runCli(['me'], { env: { ...ves.env, DISPERSA_PRIVATE_KEY_FILE: wrongKey } });
     expect(r.code).toBe(1);
     expect(r.error()).toMatchObject({ status: 401, error: expect.any(String) });
+    expect(r.stderr).toMatch(/DISPERSA_API_KEY and DISPERSA_PRIVATE_KEY_FILE/);
     expect(r.stdout).toBe('');
   });
 

@@ -50,18 +50,18 @@ describe.skipIf(skip !== null)(`API reference ${skip ?? ''}`.trim(), () => {
     await page.waitForSelector('.opblock');
     // Every operation, and the three webhooks the service sends.
     await expect.poll(() => page.locator('.opblock').count()).toBe(Object.keys(OPERATION_IDS).length + 3);
-    expect(await page.locator('body').innerText()).toContain('paymentStateChanged');
-    expect(await page.locator('.info .title').innerText()).toContain('dispersa API');
+    expect(await page.locator('body').textContent()).toContain('paymentStateChanged');
+    expect(await page.locator('.info .title').textContent()).toContain('dispersa API');
     if (SHOT) await page.screenshot({ path: SHOT, fullPage: false });
     // The security schemes are shown (the Authorize dialog lists them).
     await page.click('button.authorize');
-    const dialog = await page.locator('.auth-container').allInnerTexts();
+    const dialog = await page.locator('.auth-container').allTextContents();
     expect(dialog.join('\n')).toContain('x-signature');
     await page.keyboard.press('Escape');
     // One operation opened: its parameters and its answers.
     await page.click('#operations-payments-createPayment .opblock-summary');
     await page.waitForSelector('#operations-payments-createPayment .parameters');
-    const opened = await page.locator('#operations-payments-createPayment').innerText();
+    const opened = await page.locator('#operations-payments-createPayment').textContent();
     expect(opened).toContain('idempotency-key');
     expect(opened).toContain('415');
     // No "Try it out": a browser holds no key to sign with.

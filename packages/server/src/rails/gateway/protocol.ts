@@ -1,5 +1,5 @@
 import type { RailCode } from '../../config.ts';
-import type { DocType } from '../rail.ts';
+import type { DocType, WireStatementLine } from '../rail.ts';
 
 /**
  * The bank gateway protocol (docs/bank-gateway.md): the wire shapes both sides share, and the checks
@@ -71,15 +71,8 @@ export interface WireTransferAnswer {
   detail: string | null;
 }
 
-export interface WireStatementLine {
-  bankLineId: string;
-  direction: 'debit' | 'credit';
-  amountMinor: string;
-  currency: string;
-  valueDate: string;
-  reference: string;
-  raw: string;
-}
+/** The statement line of rail.ts, in its JSON form. */
+export type { WireStatementLine } from '../rail.ts';
 
 export interface WireStatementAnswer {
   lines: WireStatementLine[];
