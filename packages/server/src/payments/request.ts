@@ -1,6 +1,5 @@
 import { ACCOUNT_MAX_LENGTH } from '../beneficiaries/model.ts';
-import type { RailCode } from '../config.ts';
-import type { DocType } from '../rails/rail.ts';
+import type { Destination, DocType } from '../rails/rail.ts';
 
 /**
  * POST /v2/payments body rules (spec, POST /v2/payments). The destination is an exclusive choice: a stored
@@ -11,14 +10,8 @@ export const INLINE_FIELDS = ['rail', 'beneficiary', 'bankCode', 'docType', 'doc
 export const DOC_TYPES: readonly DocType[] = ['V', 'E', 'J', 'P', 'G'];
 export const MAX_AMOUNT_MINOR = 9_223_372_036_854_775_807n;
 
-export interface InlineDestination {
-  rail: RailCode;
-  account: string;
-  bankCode: string;
-  docType: DocType;
-  docNumber: string;
-  beneficiaryName: string | null;
-}
+/** An inline destination of the body (way 2): a whole Destination (rails/rail.ts). */
+export type InlineDestination = Destination;
 
 export type PaymentRequest = {
   amountMinor: bigint;
