@@ -201,12 +201,17 @@ type Operation = Json & {
 
 const METHODS = ['get', 'put', 'post', 'delete', 'options', 'head', 'patch', 'trace'];
 
-/** Drops the validator-only keyword everywhere (it is not JSON Schema, and generators choke on it). */
+/** Keywords of the service's validator (http/build-fastify.ts), not of JSON Schema. */
+const VALIDATOR_KEYWORDS = new Set(['errorMessage', 'errorText', 'startsWithField']);
+
+/** Drops the validator-only keywords everywhere (it is not JSON Schema, and generators choke on it). */
 function stripValidatorKeywords(value: unknown): unknown {
   if (Array.isArray(value)) return value.map(stripValidatorKeywords);
   if (value === null || typeof value !== 'object') return value;
   const out: Json = {};
-  for (const [k, v] of Object.entries(value)) if (k !== 'errorMessage') out[k] = stripValidatorKeywords(v);
+  for (const [k, v] of Object.entries(value)) {
+    if (!VALIDATOR_KEYWORDS.has(k)) out[k] = stripValidatorKeywords(v);
+  }
   return out;
 }
 

@@ -66,7 +66,29 @@ describe('the OpenAPI document', () => {
     expect(limit).toMatchObject({ in: 'query', schema: { type: 'integer', minimum: 1 } });
     const beneficiaries = doc.paths['/v2/beneficiaries'].get.parameters.find((p: any) => p.name === 'limit');
     expect(beneficiaries.schema.type).toBe('integer');
-    expect(JSON.stringify(doc)).not.toContain('errorMessage');
+    const status = doc.paths['/v2/payments'].get.parameters.find((p: any) => p.name === 'status');
+    expect(status.schema.enum).toEqual(['pending', 'processing', 'completed', 'failed', 'unknown']);
+    for (const keyword of ['errorMessage', 'errorText', 'startsWithField']) {
+      expect(JSON.stringify(doc)).not.toContain(`"${keyword}"`);
+    }
+  });
+
+  it('states the exact rules of the payment body and of the Payment', () => {
+    const body = doc.paths['/v2/payments'].post.requestBody.content['application/json'].schema;
+    expect(body.required).toEqual(['amountMinor', 'currency']);
+    expect(body.properties.rail.enum).toEqual(['PM', 'CCE']);
+    expect(body.properties.docType.enum).toEqual(['V', 'E', 'J', 'P', 'G']);
+    expect(body.properties.amountMinor).toMatchObject({ type: 'string', pattern: '^[1-9][0-9]*$' });
+    expect(body.properties.bankCode.pattern).toBe('^[0-9]{4}$');
+    expect(body.properties.docNumber.pattern).toBe('^[0-9]{1,15}$');
+    expect(body.properties.currency.enum).toEqual(['VES']);
+    const payment =
+      doc.paths['/v2/payments/{id}'].get.responses['200'].content['application/json'].schema.properties.payload
+        .properties;
+    expect(payment.state.enum).toEqual(['pending', 'processing', 'completed', 'failed', 'unknown']);
+    expect(payment.subStatus.enum).toContain('under_review');
+    expect(payment.rail.enum).toEqual(['PM', 'CCE']);
+    expect(payment.amountMinor.pattern).toBe('^[0-9]+$');
   });
 
   it('declares 415 on every route with a body, and the error body on every error status', () => {
