@@ -11,8 +11,9 @@ export interface FileNonceOptions {
   lockPath?: string;
   /** Age after which a leftover lock file (a holder that crashed) is broken; default 5 s. */
   staleLockMs?: number;
-  /** How long next() waits for the lock before it throws LockTimeoutError; default 10 s, so a waiter outlasts a
-   * crashed holder's lock going stale. */
+  /** How long next() waits for the lock before it throws LockTimeoutError; default 65 s: longer than a write
+   * may hold it (from its nonce to its answer, the client's 30 s timeout per attempt) and than a crashed holder's
+   * lock takes to go stale. */
   maxWaitMs?: number;
   /** fsync the state file before it replaces the old one; default true. */
   fsync?: boolean;
@@ -41,7 +42,7 @@ function errorCode(err: unknown): string | undefined {
 export function createFileNonceGenerator(options: FileNonceOptions): NonceGenerator {
   const statePath = options.statePath;
   const lockPath = options.lockPath ?? `${statePath}.lock`;
-  const lockOptions = { staleMs: options.staleLockMs ?? 5_000, maxWaitMs: options.maxWaitMs ?? 10_000 };
+  const lockOptions = { staleMs: options.staleLockMs ?? 5_000, maxWaitMs: options.maxWaitMs ?? 65_000 };
   const fsync = options.fsync ?? true;
   const now = options.now ?? Date.now;
   const reseedAfterMs = options.reseedAfterMs ?? DEFAULT_RESEED_AFTER_MS;
