@@ -165,6 +165,7 @@ export const PaymentBody = Type.Unsafe<Record<string, unknown>>({
   allOf: [
     required('amountMinor'),
     field('amountMinor', {
+      type: 'string',
       pattern: atMostPattern(MAX_AMOUNT_MINOR),
       errorText: { pattern: 'amountMinor is too large' },
     }),
@@ -197,6 +198,7 @@ export const PaymentBody = Type.Unsafe<Record<string, unknown>>({
             if: IS_CCE,
             // biome-ignore lint/suspicious/noThenProperty: JSON Schema's if/then/else
             then: {
+              type: 'object',
               description: 'With CCE, bankCode equals the first 4 digits of beneficiary (the account).',
               startsWithField: { field: 'beneficiary', prefix: 'bankCode' },
               errorText: { startsWithField: 'bankCode must equal the first 4 digits of the CCE account' },
