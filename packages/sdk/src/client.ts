@@ -1,5 +1,7 @@
 import type { KeyObject } from 'node:crypto';
 import { toSigningKey } from './envelope.ts';
+import { AuthenticationError } from './errors.ts';
+import { sharedKeyLane } from './lane.ts';
 import { type NonceGenerator, sharedMemoryNonceGenerator } from './nonce.ts';
 import { iteratePages } from './pagination.ts';
 import { type BackoffOptions, DEFAULT_BACKOFF } from './retry.ts';
@@ -94,6 +96,7 @@ export function createDispersaClient(options: DispersaClientOptions): DispersaCl
     apiKey: options.apiKey,
     signingKey: toSigningKey(options.privateKey),
     nonces: options.nonceGenerator ?? sharedMemoryNonceGenerator(options.apiKey),
+    lane: sharedKeyLane(options.apiKey),
     fetch: options.fetch ?? globalThis.fetch,
     maxRetries: options.maxRetries ?? 2,
     timeoutMs: options.timeoutMs ?? 30_000,
@@ -171,8 +174,17 @@ export function createDispersaClient(options: DispersaClientOptions): DispersaCl
       get: (opts) => request({ method: 'GET', path: '/v2/webhook' }, opts),
       set: (url, opts) => request({ method: 'PUT', path: '/v2/webhook', body: { webhookUrl: url } }, opts),
       test: (opts) => request({ method: 'POST', path: '/v2/webhook/test' }, opts),
-      // Signed although listed as public: the spec leaves open whether the server enforces it there.
-      keys: (opts) => request({ method: 'GET', path: '/v2/webhook/keys' }, opts),
+      // A public route, so fetched unsigned: that keeps it out of the key's lane, where it could wait behind the
+      // very PUT /v2/webhook whose proof of control needs these keys. The spec leaves open whether a deployment
+      // enforces signing there; on a 401 it is fetched once more, signed.
+      keys: async (opts) => {
+        try {
+          return await request<Jwks>({ method: 'GET', path: '/v2/webhook/keys', unsigned: true }, opts);
+        } catch (err) {
+          if (!(err instanceof AuthenticationError)) throw err;
+          return request<Jwks>({ method: 'GET', path: '/v2/webhook/keys' }, opts);
+        }
+      },
     },
   };
 }

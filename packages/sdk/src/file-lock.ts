@@ -1,5 +1,5 @@
 import { randomBytes } from 'node:crypto';
-import { link, open, readFile, rename, stat, unlink } from 'node:fs/promises';
+import { link, open, readFile, rename, stat, unlink, utimes } from 'node:fs/promises';
 import { setTimeout as delay } from 'node:timers/promises';
 
 /**
@@ -10,8 +10,9 @@ import { setTimeout as delay } from 'node:timers/promises';
  * A holder that died leaves its file behind. A lock file older than `staleMs` is treated as abandoned: it is
  * renamed aside (only one waiter can rename a given file) and removed. Between our stat and the rename, the
  * abandoned lock may have been replaced by a fresh one; the renamed file's inode and mtime tell, and a fresh
- * lock moved by mistake is linked back (link never overwrites). Critical sections are milliseconds long, so a
- * `staleMs` of seconds is far from any live holder.
+ * lock moved by mistake is linked back (link never overwrites). Most critical sections are milliseconds long; one
+ * that lasts longer (a write holding the nonce lock until its answer is in) keeps its lock file fresh by touching
+ * it every `staleMs / 3`, so a live holder is never taken for a dead one.
  */
 export interface FileLockOptions {
   /** Age (by mtime) after which a lock file is taken to be abandoned. */
@@ -108,9 +109,23 @@ export async function withFileLock<T>(
     await delay(Math.min(pause + Math.random() * pause, options.maxWaitMs - waited));
     pause = Math.min(pause * 2, 20);
   }
+  const heartbeat = setInterval(
+    () => {
+      void holds(lockPath, token)
+        .then((mine) => {
+          if (!mine) return;
+          const now = new Date();
+          return utimes(lockPath, now, now);
+        })
+        .catch(() => undefined);
+    },
+    Math.max(10, Math.floor(options.staleMs / 3)),
+  );
+  heartbeat.unref();
   try {
     return await fn(() => holds(lockPath, token));
   } finally {
+    clearInterval(heartbeat);
     if (await holds(lockPath, token)) await unlink(lockPath).catch(() => undefined);
   }
 }

@@ -22,6 +22,7 @@ export {
   UnsupportedMediaTypeError,
 } from './errors.ts';
 export { type FileLockOptions, LockTimeoutError, withFileLock } from './file-lock.ts';
+export { createKeyLane, type KeyLane, LANE_WINDOW, type LaneKind, type LaneTicket, sharedKeyLane } from './lane.ts';
 export {
   createMemoryNonceGenerator,
   DEFAULT_RESEED_AFTER_MS,
@@ -49,7 +50,7 @@ export {
   DEFAULT_BACKOFF,
   shouldRetry,
 } from './retry.ts';
-export { describeFailure, type RequestOptions } from './transport.ts';
+export { describeFailure, isNonceReplay, type RequestOptions } from './transport.ts';
 export type * from './types.ts';
 export {
   createJwksCache,

@@ -11,8 +11,9 @@ export interface FileNonceOptions {
   lockPath?: string;
   /** Age after which a leftover lock file (a holder that crashed) is broken; default 5 s. */
   staleLockMs?: number;
-  /** How long next() waits for the lock before it throws LockTimeoutError; default 10 s, so a waiter outlasts a
-   * crashed holder's lock going stale. */
+  /** How long next() waits for the lock before it throws LockTimeoutError; default 65 s: longer than a write
+   * may hold it (from its nonce to its answer, the client's 30 s timeout per attempt) and than a crashed holder's
+   * lock takes to go stale. */
   maxWaitMs?: number;
   /** fsync the state file before it replaces the old one; default true. */
   fsync?: boolean;
@@ -41,7 +42,7 @@ function errorCode(err: unknown): string | undefined {
 export function createFileNonceGenerator(options: FileNonceOptions): NonceGenerator {
   const statePath = options.statePath;
   const lockPath = options.lockPath ?? `${statePath}.lock`;
-  const lockOptions = { staleMs: options.staleLockMs ?? 5_000, maxWaitMs: options.maxWaitMs ?? 10_000 };
+  const lockOptions = { staleMs: options.staleLockMs ?? 5_000, maxWaitMs: options.maxWaitMs ?? 65_000 };
   const fsync = options.fsync ?? true;
   const now = options.now ?? Date.now;
   const reseedAfterMs = options.reseedAfterMs ?? DEFAULT_RESEED_AFTER_MS;
@@ -79,28 +80,41 @@ export function createFileNonceGenerator(options: FileNonceOptions): NonceGenera
     await rename(temporary, statePath);
   }
 
-  async function advance(): Promise<string> {
+  /** The next nonce; the caller holds the lock. */
+  async function advanceLocked(stillHeld: () => Promise<boolean>): Promise<string> {
+    const stored = await readLast();
+    // Our own last value guards against a state file deleted or replaced by an older copy.
+    const last = stored === null || (ownLast !== null && ownLast.value > stored.value) ? ownLast : stored;
+    const next = nextNonce(now(), last, reseedAfterMs);
+    if (!(await stillHeld())) {
+      throw new Error(`nonce lock ${lockPath} was broken as stale while held; nothing was issued, try again`);
+    }
+    await writeLast(next);
+    ownLast = next;
+    return next.value.toString(10);
+  }
+
+  async function locked<T>(fn: (stillHeld: () => Promise<boolean>) => Promise<T>): Promise<T> {
     dirReady ??= mkdir(dirname(statePath), { recursive: true });
     await dirReady;
-    return withFileLock(lockPath, lockOptions, async (stillHeld) => {
-      const stored = await readLast();
-      // Our own last value guards against a state file deleted or replaced by an older copy.
-      const last = stored === null || (ownLast !== null && ownLast.value > stored.value) ? ownLast : stored;
-      const next = nextNonce(now(), last, reseedAfterMs);
-      if (!(await stillHeld())) {
-        throw new Error(`nonce lock ${lockPath} was broken as stale while held; nothing was issued, try again`);
-      }
-      await writeLast(next);
-      ownLast = next;
-      return next.value.toString(10);
-    });
+    return withFileLock(lockPath, lockOptions, fn);
+  }
+
+  /** Inside one process, calls are queued so they do not compete for the lock file with each other. */
+  function queued<T>(task: () => Promise<T>): Promise<T> {
+    const run = queue.then(task);
+    queue = run.catch(() => undefined);
+    return run;
   }
 
   return {
     next() {
-      const run = queue.then(advance);
-      queue = run.catch(() => undefined);
-      return run;
+      return queued(() => locked(advanceLocked));
+    },
+    exclusive(fn) {
+      // The lock stays held (and kept fresh, see withFileLock) until fn settles: a write's nonce, its request and
+      // its answer, so that no process sharing the file takes a nonce in between.
+      return queued(() => locked((stillHeld) => fn(() => advanceLocked(stillHeld))));
     },
   };
 }

@@ -29,6 +29,12 @@ import { NONCE_PATTERN } from './envelope.ts';
  */
 export interface NonceGenerator {
   next(): Promise<string>;
+  /**
+   * Optional, for generators shared by several processes: runs `fn` while no other signer of the generator can
+   * take a nonce, `fn` taking its own from the `next` it is handed. The client runs each write inside it, from
+   * taking the nonce until the answer is in, so that no request signed elsewhere overtakes the write (see lane.ts).
+   */
+  exclusive?<T>(fn: (next: () => Promise<string>) => Promise<T>): Promise<T>;
 }
 
 /** Largest nonce the service accepts: 38 nines. */

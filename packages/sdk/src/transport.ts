@@ -2,7 +2,8 @@ import type { KeyObject } from 'node:crypto';
 import { randomUUID } from 'node:crypto';
 import { setTimeout as delay } from 'node:timers/promises';
 import { buildEnvelope, carriesIdempotencyKey, signEnvelope } from './envelope.ts';
-import { ConnectionError, DispersaError, errorFromResponse } from './errors.ts';
+import { AuthenticationError, ConnectionError, DispersaError, errorFromResponse } from './errors.ts';
+import type { KeyLane } from './lane.ts';
 import type { NonceGenerator } from './nonce.ts';
 import { type BackoffOptions, backoffMs, shouldRetry } from './retry.ts';
 
@@ -33,6 +34,8 @@ export interface TransportConfig {
   apiKey: string;
   signingKey: KeyObject;
   nonces: NonceGenerator;
+  /** Orders the key's requests so that writes never race (lane.ts). */
+  lane: KeyLane;
   fetch: typeof globalThis.fetch;
   maxRetries: number;
   timeoutMs: number;
@@ -91,11 +94,14 @@ export function createTransport(config: TransportConfig): Transport {
     const maxRetries = options.maxRetries ?? config.maxRetries;
     const timeoutMs = options.timeoutMs ?? config.timeoutMs;
 
-    for (let attempt = 1; ; attempt++) {
+    const kind = spec.method === 'GET' ? 'read' : 'write';
+
+    /** One request on the wire with a nonce from `nextNonce`: its result, or the failure to judge for a retry. */
+    async function exchange(nextNonce: () => Promise<string>): Promise<Exchange<T>> {
       const headers: Record<string, string> = { accept: 'application/json' };
       if (body !== undefined) headers['content-type'] = 'application/json';
       if (!spec.unsigned) {
-        const nonce = await config.nonces.next();
+        const nonce = await nextNonce();
         const envelope = buildEnvelope({
           method: spec.method,
           target,
@@ -111,27 +117,60 @@ export function createTransport(config: TransportConfig): Transport {
       }
       const timeout = AbortSignal.timeout(timeoutMs);
       const signal = options.signal ? AbortSignal.any([options.signal, timeout]) : timeout;
-
-      let failure: DispersaError;
       let status: number | undefined;
       try {
         const response = await config.fetch(url, { method: spec.method, headers, body, signal });
         const parsed = parseBody(await response.text());
         status = response.status;
-        if (response.ok) return unwrap<T>(parsed, response.status);
+        if (response.ok) return { ok: true, value: unwrap<T>(parsed, response.status) };
         const traceId = response.headers.get(config.traceHeader) ?? undefined;
-        failure = errorFromResponse(response.status, parsed, traceId);
+        return { ok: false, status, failure: errorFromResponse(response.status, parsed, traceId) };
       } catch (err) {
         if (options.signal?.aborted) throw err;
         if (status !== undefined) throw err;
         const why = timeout.aborted ? `no answer within ${timeoutMs} ms` : describeFailure(err);
-        failure = new ConnectionError(`${spec.method} ${target}: ${why}`, { cause: err });
+        return { ok: false, failure: new ConnectionError(`${spec.method} ${target}: ${why}`, { cause: err }) };
+      }
+    }
+
+    async function attemptOnce(): Promise<Exchange<T>> {
+      if (spec.unsigned) return exchange(() => Promise.reject(new Error('unsigned')));
+      const ticket = await config.lane.acquire(kind);
+      try {
+        options.signal?.throwIfAborted();
+        if (kind === 'write' && config.nonces.exclusive) return await config.nonces.exclusive((next) => exchange(next));
+        return await exchange(() => config.nonces.next());
+      } finally {
+        ticket.release();
+      }
+    }
+
+    let resigned = false;
+    for (let attempt = 1; ; attempt++) {
+      const result = await attemptOnce();
+      if (result.ok) return result.value;
+      const { failure, status } = result;
+      if (!resigned && !spec.unsigned && isNonceReplay(failure)) {
+        // Overtaken by a request signed elsewhere with the same key (another client, process or machine). A 401
+        // created nothing, and the spec asks for a new, higher nonce: re-sign once at once, not counted as a retry.
+        resigned = true;
+        attempt--;
+        continue;
       }
       const outcome = status === undefined ? { connectionError: true } : { status };
       if (!shouldRetry(outcome, attempt, maxRetries)) throw failure;
       await delay(backoffMs(attempt, config.backoff), undefined, options.signal ? { signal: options.signal } : {});
     }
   };
+}
+
+type Exchange<T> = { ok: true; value: T } | { ok: false; status?: number; failure: DispersaError };
+
+/** The server's 401 for a nonce at or below the mark (or out of the read window, or repeated). */
+export function isNonceReplay(failure: DispersaError): boolean {
+  if (!(failure instanceof AuthenticationError)) return false;
+  const body = failure.body as { error?: unknown } | undefined;
+  return typeof body === 'object' && body !== null && body.error === 'nonce replay';
 }
 
 /** fetch says only "fetch failed"; the cause's code (ECONNREFUSED, ENOTFOUND, ...) is what a person needs. */

@@ -82,6 +82,42 @@ describe('identity and discovery', () => {
   });
 });
 
+describe('concurrency on one key', () => {
+  it('8 payments created at once on one key, 5 rounds, with reads alongside: no error, every one completed', async () => {
+    const { client } = await sdkClient({ fundMinor: 50_000_000n });
+    for (let round = 0; round < 5; round++) {
+      const writes = Array.from({ length: 8 }, (_, i) =>
+        client.payments.create({ ...PM, amountMinor: `${round + 1}${i}00` }),
+      );
+      const reads = Array.from({ length: 8 }, () => client.balance());
+      const settled = await Promise.allSettled([...writes, ...reads]);
+      expect(settled.filter((r) => r.status === 'rejected')).toEqual([]);
+    }
+    const listed = await client.payments.list({ limit: 100 });
+    expect(listed.data).toHaveLength(40);
+    expect(listed.data.every((p) => p.state === 'completed')).toBe(true);
+  });
+
+  it('two clients built with one key in one process share its lane: 4 workers for 1.5 s, no error', async () => {
+    const { apiKey, client: first } = await sdkClient({ fundMinor: 50_000_000n });
+    const second = createDispersaClient({ baseUrl: server.baseUrl, apiKey, privateKey: testKeyPair(0).privateKey });
+    const until = Date.now() + 1_500;
+    const errors: unknown[] = [];
+    let made = 0;
+    const worker = async (client: DispersaClient) => {
+      while (Date.now() < until) {
+        await client.payments.create({ ...PM, amountMinor: '10000' }).then(
+          () => made++,
+          (e: unknown) => errors.push(e),
+        );
+      }
+    };
+    await Promise.all([worker(first), worker(second), worker(first), worker(second)]);
+    expect(errors).toEqual([]);
+    expect(made).toBeGreaterThan(4);
+  });
+});
+
 describe('payments', () => {
   let client: DispersaClient;
   beforeAll(async () => {

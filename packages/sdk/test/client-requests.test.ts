@@ -115,7 +115,9 @@ describe('client requests against a real HTTP server', () => {
       ['GET', '/v2/webhook', null, false],
       ['GET', '/v2/webhook/keys', null, false],
     ]);
-    expect(server.requests.every((r) => r.verdict === 'accepted')).toBe(true);
+    // The key set is public and fetched unsigned (it must not wait in the key's lane, see client.ts).
+    expect(server.requests.map((r) => r.verdict)).toEqual([...Array(6).fill('accepted'), null]);
+    expect(server.requests[6]?.headers['x-signature']).toBeUndefined();
     expect(server.requests.every((r) => r.headers['idempotency-key'] === undefined)).toBe(true);
     expect(JSON.parse(server.requests[3]?.body.toString() ?? '')).toEqual({
       webhookUrl: 'https://example.test/hook',

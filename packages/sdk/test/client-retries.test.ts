@@ -102,7 +102,7 @@ describe('retries', () => {
 
   const finals: Array<[number, string, new (...args: never[]) => DispersaError]> = [
     [400, 'amountMinor must be a string', InvalidRequestError],
-    [401, 'nonce replay', AuthenticationError],
+    [401, 'bad signature', AuthenticationError],
     [404, 'beneficiary not found', NotFoundError],
     [409, 'idempotency-key reused with different content', ConflictError],
     [415, 'body content-type must be application/json', UnsupportedMediaTypeError],
@@ -114,6 +114,32 @@ describe('retries', () => {
     expect(error).toBeInstanceOf(expected);
     expect(error).toMatchObject({ status, message: text });
     expect(server.requests).toHaveLength(1);
+  });
+
+  it('re-signs a write refused as a nonce replay once, at once, with a higher nonce and the same key and body', async () => {
+    const { server, client } = await setup(script([fail(401, 'nonce replay'), ok(payment, 201)]));
+    expect(await client.payments.create(inline, { idempotencyKey: 'op-7' })).toEqual(payment);
+    const [first, second] = server.requests;
+    expect(server.requests).toHaveLength(2);
+    expect(second?.headers['idempotency-key']).toBe('op-7');
+    expect(second?.body.equals(first?.body ?? Buffer.alloc(0))).toBe(true);
+    expect(BigInt(String(second?.headers['x-nonce']))).toBeGreaterThan(BigInt(String(first?.headers['x-nonce'])));
+  });
+
+  it('re-signs a nonce replay only once: a second one reaches the caller', async () => {
+    const { server, client } = await setup(() => fail(401, 'nonce replay'));
+    const error = await client.me().catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(AuthenticationError);
+    expect(error).toMatchObject({ status: 401, message: 'nonce replay' });
+    expect(server.requests).toHaveLength(2);
+  });
+
+  it('a nonce replay after a 5xx retry is still re-signed once, and the retry budget is unchanged', async () => {
+    const replies = [fail(503, 'unavailable'), fail(401, 'nonce replay'), fail(503, 'unavailable'), ok(payment, 201)];
+    const { server, client } = await setup(script(replies));
+    expect(await client.payments.create(inline)).toEqual(payment);
+    expect(server.requests).toHaveLength(4);
+    expect(new Set(server.requests.map((r) => r.headers['idempotency-key'])).size).toBe(1);
   });
 
   it('a 422 that carries the failed payment exposes it', async () => {

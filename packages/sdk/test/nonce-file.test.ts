@@ -32,6 +32,48 @@ describe('createFileNonceGenerator', () => {
     for (let i = 1; i < values.length; i++) expect(values[i]).toBe((values[i - 1] ?? 0n) + 1n);
   });
 
+  it('exclusive() holds the lock until its work is done: no other signer of the file takes a nonce meanwhile', async () => {
+    const statePath = fresh();
+    const a = createFileNonceGenerator({ statePath, fsync: false });
+    const b = createFileNonceGenerator({ statePath, fsync: false });
+    const order: string[] = [];
+    let release!: () => void;
+    const held = new Promise<void>((resolve) => {
+      release = resolve;
+    });
+    const write = a.exclusive!(async (next) => {
+      order.push(`write ${await next()}`);
+      await held;
+      order.push('write answered');
+    });
+    await new Promise((r) => setTimeout(r, 20));
+    const read = b.next().then((value) => order.push(`read ${value}`));
+    await new Promise((r) => setTimeout(r, 50));
+    expect(order).toHaveLength(1);
+    release();
+    await Promise.all([write, read]);
+    expect(order[1]).toBe('write answered');
+    expect(BigInt(order[2]!.split(' ')[1]!)).toBe(BigInt(order[0]!.split(' ')[1]!) + 1n);
+    expect(existsSync(`${statePath}.lock`)).toBe(false);
+  });
+
+  it('keeps a lock held past staleMs fresh, so a waiting process does not break it', async () => {
+    const statePath = fresh();
+    const a = createFileNonceGenerator({ statePath, fsync: false, staleLockMs: 60 });
+    const b = createFileNonceGenerator({ statePath, fsync: false, staleLockMs: 60 });
+    const order: string[] = [];
+    const write = a.exclusive!(async (next) => {
+      await next();
+      await new Promise((r) => setTimeout(r, 300));
+      order.push('write answered');
+    });
+    await new Promise((r) => setTimeout(r, 10));
+    await b.next();
+    order.push('read');
+    await write;
+    expect(order).toEqual(['write answered', 'read']);
+  });
+
   it('does not go backwards when the state file is deleted or replaced by an older copy', async () => {
     const statePath = fresh();
     const generator = createFileNonceGenerator({ statePath, now: () => T });

@@ -128,7 +128,17 @@ describe('requests the SDK makes', () => {
       const found = operationFor(req.method, req.path);
       expect(found, `${name}: ${req.method} ${req.path} is not in the OpenAPI document`).toBeDefined();
       const params = (found!.op['parameters'] ?? []) as Json[];
-      const requiredHeaders = params.filter((p) => p['in'] === 'header' && p['required']).map((p) => p['name']);
+      const schemes = ((doc['components'] as Json)['securitySchemes'] ?? {}) as Record<string, Json>;
+      const security = (found!.op['security'] ?? doc['security'] ?? []) as Array<Record<string, unknown>>;
+      // Security requirements name header schemes (x-api-key, x-nonce, x-signature): the SDK sends all of them.
+      const authHeaders = security.flatMap((req) => Object.keys(req).map((name) => String(schemes[name]?.['name'])));
+      const requiredHeaders = [
+        ...params.filter((p) => p['in'] === 'header' && p['required']).map((p) => p['name']),
+        ...authHeaders,
+      ];
+      if (req.path !== '/v2/version' && req.path !== '/v2/webhook/keys') {
+        expect(authHeaders.sort(), `${name} is a signed operation`).toEqual(['x-api-key', 'x-nonce', 'x-signature']);
+      }
       for (const header of requiredHeaders) {
         expect(req.headers, `${name} does not send required header ${header}`).toContain(header.toLowerCase());
       }

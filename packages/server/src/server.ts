@@ -2,7 +2,7 @@ import type { Logger } from 'pino';
 import { type Composed, compose } from './compose.ts';
 import type { Config } from './config.ts';
 import type { Db } from './db/db.ts';
-import { describeDemoSetup, seedSandboxIfEmpty } from './sandbox/first-start.ts';
+import { describeDemoSetup, recordDemoAddresses, seedSandboxIfEmpty } from './sandbox/first-start.ts';
 import type { Clock } from './shared/clock.ts';
 
 export interface Running extends Composed {
@@ -67,6 +67,7 @@ export async function start(options: {
   }
   const baseUrl = urlOf(composed.publicApp.server.address());
   const adminUrl = urlOf(composed.adminApp.server.address());
+  if (demo !== null) await recordDemoAddresses(options.config.dataDir, demo, { baseUrl, adminUrl });
   composed.startWorkers();
   options.logger.info({ baseUrl, adminUrl, env: options.config.env, db: options.db.kind }, 'dispersa started');
   const banner =

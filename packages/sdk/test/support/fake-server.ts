@@ -46,7 +46,7 @@ export function fail(status: number, error: string): JsonReply {
   return { status, body: { error }, headers: { 'x-trace-id': `trace-${status}` } };
 }
 
-const PUBLIC = new Set(['/v2/version', '/health', '/v2/openapi.json']);
+const PUBLIC = new Set(['/v2/version', '/health', '/v2/openapi.json', '/v2/webhook/keys']);
 
 export async function startFakeServer(options: {
   apiKey: string;

@@ -1,5 +1,6 @@
 import type { RailCode } from '../config.ts';
 import type { TransferResult, WireDestination, WireStatementLine } from '../rails/gateway/protocol.ts';
+import type { BankStatementLine } from '../rails/rail.ts';
 import type { Clock } from '../shared/clock.ts';
 import { randomId } from '../shared/ids.ts';
 
@@ -11,14 +12,8 @@ import { randomId } from '../shared/ids.ts';
  * drives them without timers.
  */
 
-export interface SimLine {
-  bankLineId: string;
-  direction: 'debit' | 'credit';
-  amountMinor: bigint;
-  currency: string;
-  valueDate: string;
-  reference: string;
-  raw: string;
+/** A line of the simulated statement: the statement line of rails/rail.ts and the bank's own bookkeeping. */
+export interface SimLine extends BankStatementLine {
   bookedAt: Date;
   visibleAt: Date;
   /** Place on the delivered statement; null until the line becomes visible. */

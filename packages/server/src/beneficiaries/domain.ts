@@ -1,21 +1,13 @@
-import type { RailCode } from '../config.ts';
 import type { AppContext } from '../context.ts';
 import type { Queryable } from '../db/db.ts';
 import type { Domain } from '../domain.ts';
-import type { DocType } from '../rails/rail.ts';
+import type { Destination } from '../rails/rail.ts';
 import { findById } from './repository.ts';
 import { registerBeneficiaryRoutes } from './routes.ts';
 import { createBeneficiaryService } from './service.ts';
 
 /** A stored destination as a payment sees it. bankCode and beneficiaryName may be null on old records. */
-export interface StoredDestination {
-  rail: RailCode;
-  account: string;
-  bankCode: string | null;
-  docType: DocType;
-  docNumber: string;
-  beneficiaryName: string | null;
-}
+export type StoredDestination = Omit<Destination, 'bankCode'> & { bankCode: string | null };
 
 export type ResolveBeneficiaryResult =
   /** active false: archived. Payments refuse it (404) unless they replay an earlier payment that used it. */

@@ -52,8 +52,44 @@ export function parseFlags(
     const message = (err as Error).message;
     const unknown = /^Unknown option '([^']+)'/.exec(message);
     // node's own text goes on about positionals starting with '-', which misleads more than it helps here.
-    throw new UsageError(unknown ? `unknown flag ${unknown[1]}` : message.split('. ')[0]!, command);
+    if (!unknown) throw new UsageError(message.split('. ')[0]!, command);
+    const nearest = nearestFlag(unknown[1]!, Object.keys(specs));
+    throw new UsageError(
+      `unknown flag ${unknown[1]}${nearest === undefined ? '' : `; did you mean --${nearest}?`}`,
+      command,
+    );
   }
+}
+
+/** Edit distance (insertions, deletions, substitutions), for suggesting a flag. */
+function distance(a: string, b: string): number {
+  let previous = Array.from({ length: b.length + 1 }, (_, j) => j);
+  for (let i = 1; i <= a.length; i++) {
+    const current = [i];
+    for (let j = 1; j <= b.length; j++) {
+      current[j] = Math.min(previous[j]! + 1, current[j - 1]! + 1, previous[j - 1]! + (a[i - 1] === b[j - 1] ? 0 : 1));
+    }
+    previous = current;
+  }
+  return previous[b.length]!;
+}
+
+/**
+ * The flag a person most likely meant: one that starts with what was typed (--amount for --amount-minor), else
+ * the closest by edit distance within a third of its length (--amount-minr). None when nothing is close.
+ */
+export function nearestFlag(typed: string, names: readonly string[]): string | undefined {
+  const word = typed.replace(/^-+/, '').split('=')[0]!.toLowerCase();
+  if (word.length < 2) return undefined;
+  const prefixed = names.filter((n) => n.startsWith(word) || n.replace(/-/g, '') === word.replace(/[-_]/g, ''));
+  if (prefixed.length > 0) return prefixed.sort((a, b) => a.length - b.length)[0];
+  let best: { name: string; d: number } | undefined;
+  if (word.length < 3) return undefined;
+  for (const name of names) {
+    const d = distance(word, name);
+    if (d <= Math.max(1, Math.floor(name.length / 3)) && (best === undefined || d < best.d)) best = { name, d };
+  }
+  return best?.name;
 }
 
 /**

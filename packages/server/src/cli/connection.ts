@@ -66,8 +66,16 @@ function checkedUrl(value: string, what: string): string {
   return value.replace(/\/+$/, '');
 }
 
-export function resolveBaseUrl(ctx: CommandContext): string {
-  return checkedUrl(setting(ctx, 'base-url', 'DISPERSA_BASE_URL') ?? DEFAULT_BASE_URL, 'base URL');
+/**
+ * The public API's address: --base-url, else DISPERSA_BASE_URL, else the address the sandbox in the data dir
+ * recorded when it last started (so `DISPERSA_PORT=9000 npm start` needs no setting), else the default.
+ */
+export async function resolveBaseUrl(ctx: CommandContext): Promise<string> {
+  const explicit = setting(ctx, 'base-url', 'DISPERSA_BASE_URL');
+  if (explicit !== undefined) return checkedUrl(explicit, 'base URL (--base-url or DISPERSA_BASE_URL)');
+  const recorded = (await readDemoSetup(ctx))?.setup.baseUrl;
+  if (recorded !== undefined) return checkedUrl(recorded, `base URL recorded in ${demoFile(ctx)}`);
+  return DEFAULT_BASE_URL;
 }
 
 /** The sandbox data dir as the server computes its default: ./.dispersa/sandbox below the working directory. */
@@ -103,24 +111,34 @@ function defaultNonceFile(ctx: CommandContext, apiKey: string): string {
   return path.join(home, '.dispersa', 'nonces', `${name}.nonce`);
 }
 
-async function demoClient(ctx: CommandContext, currency: string | undefined) {
-  const file = path.join(sandboxDataDir(ctx), 'demo', 'credentials.json');
+function demoFile(ctx: CommandContext): string {
+  return path.join(sandboxDataDir(ctx), 'demo', 'credentials.json');
+}
+
+async function readDemoSetup(ctx: CommandContext): Promise<{ file: string; setup: DemoSetup } | null> {
+  const file = demoFile(ctx);
   const text = await readOptional(file);
   if (text === null) return null;
-  let setup: DemoSetup;
   try {
-    setup = JSON.parse(text) as DemoSetup;
+    return { file, setup: JSON.parse(text) as DemoSetup };
   } catch {
     throw new UsageError(`${file} is not JSON`);
   }
+}
+
+async function demoClient(ctx: CommandContext, currency: string | undefined) {
+  const demo = await readDemoSetup(ctx);
+  if (demo === null) return null;
+  const { file, setup } = demo;
   const wanted = (currency ?? 'VES').toUpperCase();
   const found = setup.clients?.find((c) => c.currency === wanted);
   if (!found) throw new UsageError(`${file} has no demo client in ${wanted}`);
-  return { file, client: found };
+  return { file, client: found, baseUrl: setup.baseUrl };
 }
 
 export async function resolveClientCredentials(ctx: CommandContext): Promise<ClientCredentials> {
-  const baseUrl = resolveBaseUrl(ctx);
+  const explicitBase = setting(ctx, 'base-url', 'DISPERSA_BASE_URL');
+  let baseUrl = explicitBase === undefined ? DEFAULT_BASE_URL : checkedUrl(explicitBase, 'base URL');
   const demoFlag = ctx.flags.string('demo');
   let apiKey = demoFlag === undefined ? setting(ctx, 'api-key', 'DISPERSA_API_KEY') : undefined;
   let keyFile = setting(ctx, 'private-key-file', 'DISPERSA_PRIVATE_KEY_FILE');
@@ -136,7 +154,13 @@ export async function resolveClientCredentials(ctx: CommandContext): Promise<Cli
     }
     apiKey = demo.client.apiKey;
     keyFile = demo.client.privateKeyFile;
-    ctx.note(`using sandbox demo client "${demo.client.name}" (${demo.client.currency}) from ${demo.file}`);
+    // Demo credentials belong to the sandbox that made them: call it where it said it listens.
+    if (explicitBase === undefined && demo.baseUrl !== undefined) {
+      baseUrl = checkedUrl(demo.baseUrl, `base URL recorded in ${demo.file}`);
+    }
+    ctx.note(
+      `using sandbox demo client "${demo.client.name}" (${demo.client.currency}) from ${demo.file}, at ${baseUrl}`,
+    );
   }
   if (keyFile === undefined) {
     throw new UsageError('no private key: set DISPERSA_PRIVATE_KEY_FILE (or --private-key-file)');
@@ -155,7 +179,9 @@ export interface AdminConnection {
 }
 
 export async function resolveAdminConnection(ctx: CommandContext): Promise<AdminConnection> {
-  const adminUrl = checkedUrl(setting(ctx, 'admin-url', 'DISPERSA_ADMIN_URL') ?? DEFAULT_ADMIN_URL, 'admin URL');
+  const explicitAdmin = setting(ctx, 'admin-url', 'DISPERSA_ADMIN_URL');
+  const recordedAdmin = explicitAdmin === undefined ? (await readDemoSetup(ctx))?.setup.adminUrl : undefined;
+  const adminUrl = checkedUrl(explicitAdmin ?? recordedAdmin ?? DEFAULT_ADMIN_URL, 'admin URL');
   let token = setting(ctx, 'admin-token', 'DISPERSA_ADMIN_TOKEN');
   if (token === undefined) {
     const file = path.join(sandboxDataDir(ctx), 'admin-token');

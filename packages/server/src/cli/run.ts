@@ -48,7 +48,7 @@ export async function runCli(argv: readonly string[], io: CliIo): Promise<number
     if (result !== PRINTED) io.stdout.write(formatResult(result, pretty));
     return EXIT.ok;
   } catch (err) {
-    const report = reportError(err);
+    const report = reportError(err, spec.connection);
     // People read the lines above; programs read the last line, the error as JSON.
     if (err instanceof UsageError && err.command !== undefined) {
       io.stderr.write(`usage: ${usageLine(spec)}   (dispersa ${spec.name} --help)\n`);

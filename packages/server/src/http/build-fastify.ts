@@ -35,6 +35,19 @@ export function buildFastify(
         // biome-ignore lint/suspicious/noExplicitAny: the ajv instance type is not exported by fastify
         (ajv: any) => {
           ajv.addKeyword({ keyword: 'errorMessage', schemaType: 'string' });
+          // The whole 400 text per failing keyword (http/errors.ts), for rules whose wording the spec fixes.
+          ajv.addKeyword({ keyword: 'errorText', schemaType: 'object' });
+          // A rule across two fields: one string field starts with another (a CCE account with its bankCode).
+          ajv.addKeyword({
+            keyword: 'startsWithField',
+            type: 'object',
+            schemaType: 'object',
+            validate: (rule: { field: string; prefix: string }, data: Record<string, unknown>) => {
+              const value = data[rule.field];
+              const prefix = data[rule.prefix];
+              return typeof value === 'string' && typeof prefix === 'string' && value.startsWith(prefix);
+            },
+          });
           return ajv;
         },
       ],

@@ -22,8 +22,24 @@ interface AjvLikeError {
   parentSchema?: Record<string, unknown>;
 }
 
-/** Turns the first schema violation into a sentence naming the field, e.g. "amountMinor must be a string". */
+/** The `errorText` a schema gives for the keyword that failed, if any: the whole 400 text, as the spec words it. */
+function errorTextOf(e: AjvLikeError): string | undefined {
+  const texts = e.parentSchema?.['errorText'];
+  if (typeof texts !== 'object' || texts === null) return undefined;
+  const text = (texts as Record<string, unknown>)[e.keyword];
+  return typeof text === 'string' ? text : undefined;
+}
+
+/**
+ * Turns the first schema violation into a sentence naming the field, e.g. "amountMinor must be a string", or the
+ * `errorText` its schema gives for the keyword. The last error that has one wins: a failed anyOf (or if/then)
+ * lists what its branches tried before its own error, and the schema's text is about the whole.
+ */
 export function formatValidationError(errors: readonly AjvLikeError[], context: string): string {
+  for (let i = errors.length - 1; i >= 0; i--) {
+    const text = errorTextOf(errors[i]!);
+    if (text !== undefined) return text;
+  }
   const e = errors[0];
   if (!e) return `invalid ${context}`;
   const path = e.instancePath.replace(/^\//, '').replace(/\//g, '.');

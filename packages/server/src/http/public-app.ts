@@ -1,10 +1,16 @@
 import swagger from '@fastify/swagger';
+import swaggerUi from '@fastify/swagger-ui';
+import { Type } from '@sinclair/typebox';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { Logger } from 'pino';
 import type { Authenticator } from '../auth/authenticate.ts';
 import { buildFastify } from './build-fastify.ts';
 import { httpError } from './errors.ts';
+import { finishOpenApiDocument } from './openapi.ts';
 import { hasBody, mediaType, parseJsonObjectBody, rawBodyOf } from './request-body.ts';
+
+/** Where the service serves its browsable API reference (Swagger UI over GET /v2/openapi.json's document). */
+export const REFERENCE_PATH = '/docs';
 
 export interface PublicAppOptions {
   logger: Logger;
@@ -20,16 +26,36 @@ export async function createPublicApp(options: PublicAppOptions): Promise<Fastif
   const app = buildFastify(options.logger, { onResponse: options.onResponse });
 
   await app.register(swagger, {
+    // The route schemas make the document; openapi.ts finishes it for generators and linters.
+    transformObject: (generated) => finishOpenApiDocument('openapiObject' in generated ? generated.openapiObject : {}),
     openapi: {
       openapi: '3.1.0',
       info: {
         title: 'dispersa API',
         version: options.version,
         description:
-          'Payouts in bolivares (VES) over PM and CCE, with conversion from other balances. Every signed route takes ' +
-          'x-api-key, x-nonce and x-signature; see docs/integration.md for the envelope.',
+          'Payouts in bolivares (VES) over PM and CCE, with conversion from other balances. Signed routes take ' +
+          'x-api-key, x-nonce and x-signature (the security schemes describe the envelope); docs/integration.md ' +
+          'walks through a first signed call. Send the writes of one key one at a time.',
       },
     },
+  });
+
+  // The browsable API reference: Swagger UI's own files, served from the package (no CDN), reading the document
+  // above. "Try it out" is off: a browser holds no private key to sign with.
+  await app.register(swaggerUi, {
+    routePrefix: REFERENCE_PATH,
+    staticCSP: true,
+    theme: { title: 'dispersa API reference' },
+    uiConfig: { deepLinking: true, docExpansion: 'list', supportedSubmitMethods: [], validatorUrl: null },
+    // The page names the address it was read from as the server, before the sandbox default.
+    transformSpecification: (spec, request) => ({
+      ...spec,
+      servers: [
+        { url: `${request.protocol}://${request.host}`, description: 'This service.' },
+        ...(spec['servers'] ?? []),
+      ],
+    }),
   });
 
   app.addHook('onRequest', async (request) => {
@@ -60,6 +86,16 @@ export async function createPublicApp(options: PublicAppOptions): Promise<Fastif
     await options.routes(scoped);
   });
 
-  app.get('/v2/openapi.json', { schema: { hide: true } }, async () => app.swagger());
+  app.get(
+    '/v2/openapi.json',
+    {
+      schema: {
+        summary: 'This document: the machine-readable contract (OpenAPI 3.1)',
+        tags: ['meta'],
+        response: { 200: Type.Object({}, { additionalProperties: true, description: 'OpenAPI 3.1 document.' }) },
+      },
+    },
+    async (_request, reply) => reply.header('cache-control', 'no-cache').send(app.swagger()),
+  );
   return app;
 }

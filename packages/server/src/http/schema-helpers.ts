@@ -9,7 +9,11 @@ export const MinorAmount = Type.String({
   examples: ['150000'],
 });
 
-export const MinorAmountOut = Type.String({ description: 'Minor units as a decimal string.', examples: ['150000'] });
+export const MinorAmountOut = Type.String({
+  pattern: '^[0-9]+$',
+  description: 'Minor units as a decimal string.',
+  examples: ['150000'],
+});
 
 export const Timestamp = Type.String({
   description: 'ISO 8601 UTC with milliseconds.',

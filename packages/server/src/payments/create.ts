@@ -7,7 +7,7 @@ import type { RateService } from '../fx/rates.ts';
 import type { Clock } from '../shared/clock.ts';
 import { paymentFingerprint } from './fingerprint.ts';
 import type { Payment } from './repository.ts';
-import { parsePaymentRequest } from './request.ts';
+import { toPaymentRequest } from './request.ts';
 import type { RuleViolation } from './rules.ts';
 
 /**
@@ -80,9 +80,7 @@ export async function preparePayment(
   idempotencyKey: string,
   body: Record<string, unknown>,
 ): Promise<Prepared> {
-  const parsed = parsePaymentRequest(body);
-  if (!parsed.ok) return refused({ reason: 'invalid', message: parsed.error });
-  const request = parsed.request;
+  const request = toPaymentRequest(body);
 
   let destination: StoredDestination;
   let beneficiaryId: string | null = null;

@@ -1,5 +1,5 @@
 import type { RailCode } from '../config.ts';
-import type { DocType } from '../rails/rail.ts';
+import type { Destination } from '../rails/rail.ts';
 
 /**
  * A payment's state and sub-state (spec, States and transitions). Every allowed move is in
@@ -17,16 +17,8 @@ export type SubStatus =
   | 'wrong_beneficiary'
   | 'rejected_by_us';
 
-export interface PaymentDestination {
-  rail: RailCode;
-  /** Phone (PM) or account (CCE). */
-  account: string;
-  bankCode: string;
-  docType: DocType;
-  docNumber: string;
-  /** CCE only. */
-  beneficiaryName: string | null;
-}
+/** The destination a payment was made to (rails/rail.ts). */
+export type PaymentDestination = Destination;
 
 /** The Payment object of the API (spec, Payment resource; operator contract, section 5). */
 export interface PublicPayment {

@@ -9,10 +9,8 @@ import type { Refusal } from './create.ts';
 import type { PaymentState } from './model.ts';
 import { seqOfPaymentId, toPublicPayment } from './repository.ts';
 import { VIOLATION_MESSAGE } from './rules.ts';
-import { BalanceSchema, PaymentBody, PaymentSchema } from './schemas.ts';
+import { BalanceSchema, PAYMENT_STATES, PaymentBody, PaymentSchema } from './schemas.ts';
 import type { PaymentService } from './service.ts';
-
-const STATES: readonly PaymentState[] = ['pending', 'processing', 'completed', 'failed', 'unknown'];
 
 /** Thin: schema in, service call, envelope out. */
 export function registerPaymentRoutes(app: FastifyInstance, payments: PaymentService): void {
@@ -82,16 +80,19 @@ export function registerPaymentRoutes(app: FastifyInstance, payments: PaymentSer
         headers: signedHeaders(),
         querystring: Type.Object({
           ...PageQuery,
-          status: Type.Optional(Type.String({ description: 'Only payments in this state.' })),
+          status: Type.Optional(
+            Type.Unsafe<PaymentState>({
+              type: 'string',
+              enum: [...PAYMENT_STATES],
+              description: 'Only payments in this state.',
+            }),
+          ),
         }),
         response: { 200: envelopeOf(pageOf(PaymentSchema)), ...errorResponses() },
       },
     },
     async (request, reply) => {
       const { status } = request.query;
-      if (status !== undefined && !STATES.includes(status as PaymentState)) {
-        throw httpError(400, `status must be one of ${STATES.join(', ')}`);
-      }
       const limit = pageLimit(request.query.limit);
       const beforeSeq = pageCursor(request.query.cursor, seqOfPaymentId);
       const page = await payments.list({

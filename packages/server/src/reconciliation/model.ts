@@ -34,15 +34,7 @@ export type ExceptionReason =
   | 'funding_already_matched';
 
 /** A statement line as ingestion sees it: the bank's fields and the hash of its raw text. */
-export interface IncomingLine {
-  bankLineId: string;
-  direction: 'debit' | 'credit';
-  amountMinor: bigint;
-  currency: string;
-  valueDate: string;
-  reference: string;
-  rawHash: string;
-}
+export type IncomingLine = Omit<BankStatementLine, 'raw'> & { rawHash: string };
 
 export function rawHashOf(raw: string): string {
   return hash('sha256', raw, 'hex');

@@ -1,5 +1,5 @@
 import { generateKeyPairSync } from 'node:crypto';
-import { mkdir, readFile, writeFile } from 'node:fs/promises';
+import { mkdir, readFile, rename, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { parsePublicKeyPem } from '../auth/public-key.ts';
 import { countClients, createClient } from '../clients/service.ts';
@@ -25,6 +25,12 @@ export interface DemoClient {
 
 export interface DemoSetup {
   clients: DemoClient[];
+  /**
+   * Where the sandbox that made these credentials listens, rewritten at every start (DISPERSA_PORT may change),
+   * so that the CLI with no configuration calls the right address.
+   */
+  baseUrl?: string;
+  adminUrl?: string;
 }
 
 export interface SeedHooks {
@@ -102,6 +108,20 @@ export async function seedSandboxIfEmpty(ctx: AppContext, hooks: SeedHooks): Pro
   return setup;
 }
 
+/** Records the listeners' addresses in the credentials file (written aside, then renamed over it). */
+export async function recordDemoAddresses(
+  dataDir: string,
+  setup: DemoSetup,
+  addresses: { baseUrl: string; adminUrl: string },
+): Promise<DemoSetup> {
+  const updated: DemoSetup = { ...setup, ...addresses };
+  const file = credentialsFile(dataDir);
+  const aside = `${file}.${process.pid}.tmp`;
+  await writeFile(aside, JSON.stringify(updated, null, 2), { mode: 0o600 });
+  await rename(aside, file);
+  return updated;
+}
+
 export function describeDemoSetup(setup: DemoSetup, baseUrl: string, adminUrl: string, adminToken: string): string {
   const lines = [
     '',
@@ -121,6 +141,13 @@ export function describeDemoSetup(setup: DemoSetup, baseUrl: string, adminUrl: s
     );
   }
   const ves = setup.clients[0]!;
+  lines.push(
+    'From the directory `npm start` ran in, the CLI needs no configuration: it reads the demo client and this',
+    'address from the data dir.',
+    '',
+    '  npx dispersa me',
+    '',
+  );
   lines.push(
     'Make a signed call (identity of the VES demo key):',
     '',

@@ -64,6 +64,11 @@ const RULE_MESSAGES: Record<Exclude<TargetRejection, 'unresolvable'>, string> = 
   forbidden_address: 'webhookUrl must resolve only to public addresses',
 };
 
+/** Rules a developer meets with a receiver on their own machine, and the setting that lifts them (sandbox only). */
+const INSECURE_HINT = new Set<TargetRejection>(['scheme_not_allowed', 'forbidden_address']);
+export const INSECURE_SETTING =
+  'a sandbox started with DISPERSA_WEBHOOK_ALLOW_INSECURE=true accepts http:// and local receivers';
+
 type Begun = { kind: 'unchanged' } | { kind: 'already_pending' } | { kind: 'started'; request: ChangeRequest };
 
 export function createUrlChangeService(deps: UrlChangeDeps): UrlChangeService {
@@ -157,7 +162,12 @@ export function createUrlChangeService(deps: UrlChangeDeps): UrlChangeService {
       if (checked.reason === 'unresolvable') {
         return { ok: false, error: 'unresolvable', message: `webhookUrl cannot be resolved: ${checked.detail}` };
       }
-      return { ok: false, error: 'invalid_url', message: `${RULE_MESSAGES[checked.reason]} (${checked.detail})` };
+      const fix = INSECURE_HINT.has(checked.reason) ? `; ${INSECURE_SETTING}` : '';
+      return {
+        ok: false,
+        error: 'invalid_url',
+        message: `${RULE_MESSAGES[checked.reason]} (${checked.detail}${fix})`,
+      };
     }
     // Compared and stored in the WHATWG serialisation, so spelling variants of one URL are one URL.
     const url = checked.url.href;

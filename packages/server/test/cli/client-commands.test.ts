@@ -108,7 +108,10 @@ describe('failures and exit status', () => {
     const r = await runCli(['pay', '--amount-minr', '100'], { env: ves.env });
     expect(r.code).toBe(2);
     expect(r.stderr).toMatch(/usage: dispersa pay/);
-    expect(r.error()).toEqual({ error: 'unknown flag --amount-minr' });
+    expect(r.error()).toEqual({ error: 'unknown flag --amount-minr; did you mean --amount-minor?' });
+    const short = await runCli(['pay', '--amount', '100'], { env: ves.env });
+    expect(short.code).toBe(2);
+    expect(short.error()).toEqual({ error: 'unknown flag --amount; did you mean --amount-minor?' });
   });
 
   it('exits 1 with the service error body and status when the signature does not verify', async () => {
@@ -117,6 +120,7 @@ describe('failures and exit status', () => {
     const r = await runCli(['me'], { env: { ...ves.env, DISPERSA_PRIVATE_KEY_FILE: wrongKey } });
     expect(r.code).toBe(1);
     expect(r.error()).toMatchObject({ status: 401, error: expect.any(String) });
+    expect(r.stderr).toMatch(/DISPERSA_API_KEY and DISPERSA_PRIVATE_KEY_FILE/);
     expect(r.stdout).toBe('');
   });
 
@@ -128,11 +132,13 @@ describe('failures and exit status', () => {
     expect(r.error().error).toMatch(/private key/);
   });
 
-  it('exits 3 when nothing answers', async () => {
+  it('exits 3 when nothing answers, naming the setting that points it elsewhere', async () => {
     const port = await closedPort();
     const r = await runCli(['me'], { env: { ...ves.env, DISPERSA_BASE_URL: `http://127.0.0.1:${port}` } });
     expect(r.code).toBe(3);
     expect(r.error().error).toMatch(/ECONNREFUSED/);
+    // The line for people names the setting that points the CLI elsewhere.
+    expect(r.stderr).toMatch(/set DISPERSA_BASE_URL \(or --base-url\)/);
   });
 });
 

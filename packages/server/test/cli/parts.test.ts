@@ -1,6 +1,6 @@
 import { readFile } from 'node:fs/promises';
 import { describe, expect, it } from 'vitest';
-import { flagsOf, parseFlags, UsageError } from '../../src/cli/args.ts';
+import { flagsOf, nearestFlag, parseFlags, UsageError } from '../../src/cli/args.ts';
 import { parseLimitFlag } from '../../src/cli/commands/admin.ts';
 import { COMMANDS, findCommand } from '../../src/cli/commands.ts';
 import { createProgress } from '../../src/cli/progress.ts';
@@ -33,10 +33,25 @@ describe('command lookup', () => {
 
 describe('flags', () => {
   it('refuses unknown flags and checks whole numbers', () => {
-    expect(() => parseFlags(['--nope'], {}, 'me')).toThrow('unknown flag --nope');
+    expect(() => parseFlags(['--nope'], {}, 'me')).toThrow(/^unknown flag --nope$/);
     const { values } = parseFlags(['--limit', '20x'], { limit: { type: 'string', description: '' } });
     expect(() => flagsOf(values, 'x').integer('limit')).toThrow(/whole number/);
     expect(() => flagsOf({}, 'x').required('alias')).toThrow('--alias is required');
+  });
+
+  it('suggests the flag most likely meant, and none when nothing is close', () => {
+    const names = ['amount-minor', 'rail', 'beneficiary', 'bank-code', 'doc-type', 'doc-number', 'idempotency-key'];
+    expect(nearestFlag('--amount', names)).toBe('amount-minor');
+    expect(nearestFlag('--amount-minr', names)).toBe('amount-minor');
+    expect(nearestFlag('--bankcode', names)).toBe('bank-code');
+    expect(nearestFlag('--benefciary', names)).toBe('beneficiary');
+    expect(nearestFlag('--idempotency', names)).toBe('idempotency-key');
+    expect(nearestFlag('--colour', names)).toBeUndefined();
+    expect(nearestFlag('-x', ['help', 'pretty'])).toBeUndefined();
+    const specs = { 'amount-minor': { type: 'string' as const, description: '' } };
+    expect(() => parseFlags(['--amount=5'], specs, 'pay')).toThrow(
+      'unknown flag --amount; did you mean --amount-minor?',
+    );
   });
 
   it('reads an argument or a flag value that starts with a dash as a value, not as flags', () => {

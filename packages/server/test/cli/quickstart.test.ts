@@ -51,13 +51,34 @@ it('from a fresh sandbox to a completed payout with the CLI in under a minute', 
       baseUrl = /public API\s+(\S+)/.exec(output)?.[1];
       adminUrl = /operator API\s+(\S+)/.exec(output)?.[1];
     }
-    const env = { HOME: dir, DISPERSA_BASE_URL: baseUrl, DISPERSA_ADMIN_URL: adminUrl };
+    // No configuration at all, on ports other than the defaults: the sandbox recorded where it listens next to
+    // the demo credentials, and the CLI calls there.
+    const env = { HOME: dir };
+    const me0 = await runCli(['me'], { env, cwd: dir });
+    expect(me0.code, me0.stderr).toBe(0);
+    expect(me0.stderr).toContain(`at ${baseUrl}`);
+    expect(me0.json()).toMatchObject({ environment: 'sandbox' });
 
     const paid = await runCli(['pay', '--amount-minor', '150000', ...PM_DESTINATION], { env, cwd: dir });
     expect(paid.code, paid.stderr).toBe(0);
     expect(paid.json().state).toBe('completed');
     expect(paid.stderr).toMatch(/using sandbox demo client "Demo VES"/);
     expect(Date.now() - started).toBeLessThan(60_000);
+
+    // Four CLI processes paying at once on the one demo key: the nonce file serialises their writes, none fails.
+    const runs = await Promise.all(
+      Array.from({ length: 4 }, (_, worker) =>
+        (async () => {
+          const codes: string[] = [];
+          for (let i = 0; i < 3; i++) {
+            const r = await runCli(['pay', '--amount-minor', `2${worker}${i}00`, ...PM_DESTINATION], { env, cwd: dir });
+            codes.push(r.code === 0 ? r.json().state : `exit ${r.code}: ${r.stderr.trim().split('\n').pop()}`);
+          }
+          return codes;
+        })(),
+      ),
+    );
+    expect(runs.flat()).toEqual(Array(12).fill('completed'));
 
     // The operator side works the same way, with the token the sandbox generated.
     const listed = await runCli(['admin', 'payments', 'list', '--state', 'completed'], { env, cwd: dir });

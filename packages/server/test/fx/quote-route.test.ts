@@ -239,7 +239,7 @@ describe('OpenAPI', () => {
   it('documents both routes, the quote body and the required idempotency-key', async () => {
     const doc: any = await (await fetch(`${server.baseUrl}/v2/openapi.json`)).json();
     const rate = doc.paths['/v2/rate'].get;
-    expect(Object.keys(rate.responses).sort()).toEqual(['200', '400', '401', '404', '503']);
+    expect(Object.keys(rate.responses).sort()).toEqual(['200', '400', '401', '404', '415', '500', '503']);
     const post = doc.paths['/v2/quotes'].post;
     const key = post.parameters.find((p: any) => p.name === 'idempotency-key');
     expect(key).toMatchObject({ in: 'header', required: true });
@@ -247,6 +247,17 @@ describe('OpenAPI', () => {
     expect(schema.required.sort()).toEqual(['amountMinor', 'amountType']);
     expect(schema.properties.amountType.enum).toEqual(['SOURCE', 'TARGET']);
     expect(schema.properties.amountMinor.type).toBe('string');
-    expect(Object.keys(post.responses).sort()).toEqual(['200', '201', '400', '401', '404', '409', '503']);
+    expect(Object.keys(post.responses).sort()).toEqual([
+      '200',
+      '201',
+      '400',
+      '401',
+      '404',
+      '409',
+      '413',
+      '415',
+      '500',
+      '503',
+    ]);
   });
 });

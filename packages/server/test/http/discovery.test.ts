@@ -55,9 +55,17 @@ describe('public discovery routes', () => {
     expect(res.headers.get('x-trace-id')).toMatch(/^tr_/);
   });
 
-  it('the OpenAPI document declares every route and the required headers', async () => {
+  it('the OpenAPI document declares every route, its authentication and its required headers', async () => {
     const doc: any = await (await fetch(`${server.baseUrl}/v2/openapi.json`)).json();
     expect(doc.openapi).toMatch(/^3\./);
+    // The three signed headers are security schemes, required together on every signed route.
+    const schemes = doc.components.securitySchemes;
+    expect(
+      Object.values(schemes)
+        .map((s: any) => `${s.type}:${s.in}:${s.name}`)
+        .sort(),
+    ).toEqual(['apiKey:header:x-api-key', 'apiKey:header:x-nonce', 'apiKey:header:x-signature']);
+    expect(schemes.Signature.description).toContain('NUL');
     const expected: [string, string][] = [
       ['get', '/v2/me'],
       ['get', '/v2/rate'],
@@ -78,19 +86,27 @@ describe('public discovery routes', () => {
     for (const [method, route] of expected) {
       const op = doc.paths[route]?.[method];
       expect(op, `${method} ${route}`).toBeDefined();
+      expect(op.security, `${method} ${route} security`).toEqual([{ ApiKey: [], Nonce: [], Signature: [] }]);
       const headers = new Map<string, boolean>(
         (op.parameters ?? [])
           .filter((p: { in: string }) => p.in === 'header')
           .map((p: { name: string; required?: boolean }) => [p.name, p.required === true]),
       );
-      for (const h of ['x-api-key', 'x-nonce', 'x-signature'])
-        expect(headers.get(h), `${method} ${route} ${h}`).toBe(true);
+      for (const h of ['x-api-key', 'x-nonce', 'x-signature', 'content-type']) expect(headers.has(h)).toBe(false);
       const idem = method === 'post' && (route === '/v2/payments' || route === '/v2/quotes');
       expect(headers.get('idempotency-key') ?? false, `${method} ${route} idempotency-key`).toBe(idem);
       const hasBody = ['post', 'put', 'patch'].includes(method) && route !== '/v2/webhook/test';
-      expect(headers.get('content-type') ?? false, `${method} ${route} content-type`).toBe(hasBody);
+      expect(op.requestBody?.required ?? false, `${method} ${route} body`).toBe(hasBody);
+      if (hasBody) expect(Object.keys(op.requestBody.content)).toEqual(['application/json']);
+      for (const code of ['400', '401', '415', '500']) {
+        expect(op.responses[code]?.content['application/json'].schema, `${method} ${route} ${code}`).toEqual({
+          $ref: '#/components/schemas/Error',
+        });
+      }
     }
-    for (const route of ['/v2/version', '/health', '/v2/webhook/keys']) expect(doc.paths[route]?.get).toBeDefined();
+    for (const route of ['/v2/version', '/health', '/v2/webhook/keys', '/v2/openapi.json']) {
+      expect(doc.paths[route]?.get?.security, route).toEqual([]);
+    }
   });
 });
 

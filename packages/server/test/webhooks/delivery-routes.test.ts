@@ -1,3 +1,4 @@
+import { compactVerify, createRemoteJWKSet } from 'jose';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { randomId } from '../../src/shared/ids.ts';
 import { startTestServer, type TestClient, type TestServer } from '../support/test-server.ts';
@@ -249,6 +250,15 @@ describe('signing keys', () => {
 
   it('rotation: the new key signs, the old stays in the JWKS until retired', async () => {
     handler = ack;
+    // docs/webhooks.md's jose receiver, with its cooldown lowered as documented, beside one on jose's defaults.
+    const keysUrl = new URL(`${server.baseUrl}/v2/webhook/keys`);
+    const documented = createRemoteJWKSet(keysUrl, { cooldownDuration: 1_000 });
+    const defaults = createRemoteJWKSet(keysUrl);
+    const joseVerify = async (jwks: typeof defaults, rawBody: Buffer, header: string) => {
+      const [protectedB64, , signatureB64] = header.split('.');
+      const compact = `${protectedB64}.${rawBody.toString('base64url')}.${signatureB64}`;
+      return (await compactVerify(compact, jwks, { algorithms: ['RS256'] })).protectedHeader.kid;
+    };
     const before = await fetchJwks(server.baseUrl);
     const oldKid = before.keys[0]!.kid;
     const first = await insertPaymentEvent(db(), {
@@ -260,6 +270,9 @@ describe('signing keys', () => {
     const oldReq = await waitFor(() => deliveriesOf(first.id)[0], 'an event signed with the old key');
     const oldSignature = String(oldReq.headers['x-dispersa-signature']);
     expect(verifyWithNodeCrypto(oldReq.body, oldSignature, before)?.kid).toBe(oldKid);
+    expect(await joseVerify(documented, oldReq.body, oldSignature)).toBe(oldKid);
+    expect(await joseVerify(defaults, oldReq.body, oldSignature)).toBe(oldKid);
+    const fetchedAt = Date.now();
 
     const rotated = await server.admin('POST', '/admin/v1/webhooks/keys/rotate');
     expect(rotated.status).toBe(200);
@@ -278,9 +291,17 @@ describe('signing keys', () => {
       previousState: 'processing',
     });
     const newReq = await waitFor(() => deliveriesOf(second.id)[0], 'an event signed with the new key');
-    expect((await verifyBothWays(newReq.body, String(newReq.headers['x-dispersa-signature']), during))?.kid).toBe(
-      newKid,
-    );
+    const newSignature = String(newReq.headers['x-dispersa-signature']);
+    expect((await verifyBothWays(newReq.body, newSignature, during))?.kid).toBe(newKid);
+    // jose refetches a key set on an unknown kid only once its cooldown (30 s by default) has passed since the
+    // last fetch: on its defaults the receiver refuses the new key's events for up to 30 s after a rotation...
+    expect(Date.now() - fetchedAt).toBeLessThan(30_000);
+    await expect(joseVerify(defaults, newReq.body, newSignature)).rejects.toMatchObject({
+      code: 'ERR_JWKS_NO_MATCHING_KEY',
+    });
+    // ...with the documented cooldown of 1 s, from a second after its last fetch.
+    await new Promise((r) => setTimeout(r, Math.max(0, 1_100 - (Date.now() - fetchedAt))));
+    expect(await joseVerify(documented, newReq.body, newSignature)).toBe(newKid);
 
     const keys = await server.admin('GET', '/admin/v1/webhooks/keys');
     expect(keys.body.payload.keys.map((k: any) => [k.kid, k.status, k.environment])).toEqual([

@@ -110,6 +110,8 @@ describe('over real HTTP, insecure flag off', () => {
       status: 400,
       body: { error: expect.stringMatching(/^webhookUrl must use https:\/\//) },
     });
+    // The 400 names the sandbox setting that lets a developer use a local http:// receiver.
+    expect(http.body.error).toContain('DISPERSA_WEBHOOK_ALLOW_INSECURE=true');
     const creds = await client.api.request('PUT', '/v2/webhook', {
       body: { webhookUrl: `https://user:pw@127.0.0.1:${receiver.port}/hook` },
     });

@@ -39,7 +39,7 @@ function idempotencyKeyFor(ctx: CommandContext): string {
 
 export async function version(ctx: CommandContext): Promise<unknown> {
   // Public and unsigned: needs no credentials, so it is the first thing to try against a new deployment.
-  return payloadOf(await requestJson({ method: 'GET', url: `${resolveBaseUrl(ctx)}/v2/version` }));
+  return payloadOf(await requestJson({ method: 'GET', url: `${await resolveBaseUrl(ctx)}/v2/version` }));
 }
 
 export async function me(ctx: CommandContext): Promise<unknown> {
@@ -185,5 +185,5 @@ export async function webhookTest(ctx: CommandContext): Promise<unknown> {
 }
 
 export async function webhookKeys(ctx: CommandContext): Promise<unknown> {
-  return fetchJwks(ctx, `${resolveBaseUrl(ctx)}/v2/webhook/keys`);
+  return fetchJwks(ctx, `${await resolveBaseUrl(ctx)}/v2/webhook/keys`);
 }

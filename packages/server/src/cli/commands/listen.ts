@@ -43,7 +43,7 @@ export async function listen(ctx: CommandContext): Promise<unknown> {
   const port = ctx.flags.integer('port');
   if (port === undefined || port > 65535) throw new UsageError('--port P is required (0 picks a free port)', ctx.name);
   const host = ctx.flags.string('host') ?? '127.0.0.1';
-  const jwksUrl = ctx.flags.string('jwks-url') ?? `${resolveBaseUrl(ctx)}/v2/webhook/keys`;
+  const jwksUrl = ctx.flags.string('jwks-url') ?? `${await resolveBaseUrl(ctx)}/v2/webhook/keys`;
   const toleranceSec = ctx.flags.integer('tolerance-sec') ?? 300;
   const keys = createJwksCache(() => fetchJwks(ctx, jwksUrl));
   const refuse = (response: ServerResponse, status: number, message: string) => {

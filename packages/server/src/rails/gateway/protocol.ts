@@ -1,5 +1,5 @@
 import type { RailCode } from '../../config.ts';
-import type { DocType } from '../rail.ts';
+import type { DocType, RailDestination, WireStatementLine } from '../rail.ts';
 
 /**
  * The bank gateway protocol (docs/bank-gateway.md): the wire shapes both sides share, and the checks
@@ -47,13 +47,8 @@ export const GATEWAY_ERROR_CODES = [
 ] as const;
 export type GatewayErrorCode = (typeof GATEWAY_ERROR_CODES)[number];
 
-export interface WireDestination {
-  account: string;
-  bankCode: string;
-  docType: DocType;
-  docNumber: string;
-  name: string | null;
-}
+/** The rail's destination as the gateway protocol carries it (the same fields, as JSON). */
+export type WireDestination = RailDestination;
 
 export interface WireTransferRequest {
   reference: string;
@@ -71,15 +66,8 @@ export interface WireTransferAnswer {
   detail: string | null;
 }
 
-export interface WireStatementLine {
-  bankLineId: string;
-  direction: 'debit' | 'credit';
-  amountMinor: string;
-  currency: string;
-  valueDate: string;
-  reference: string;
-  raw: string;
-}
+/** The statement line of rail.ts, in its JSON form. */
+export type { WireStatementLine } from '../rail.ts';
 
 export interface WireStatementAnswer {
   lines: WireStatementLine[];
