@@ -1,0 +1,80 @@
+import type { FastifyRequest } from 'fastify';
+import { httpError } from './errors.ts';
+
+/**
+ * The one input rule at the edge, for every string the service accepts (public and operator API, body, path and
+ * query): a control character (U+0000-U+001F, U+007F) or a lone surrogate is refused with 400 naming the field,
+ * before any service sees the value. PostgreSQL refuses NUL in text (22021), so without this rule such a value
+ * became a 500 that a client told to retry 5xx would retry forever; the other control characters have no place in
+ * a name, an account, a reference or an id either. A few operator fields hold text files or free notes, where tab
+ * and line breaks are part of the value: those (and only those) keep \t, \n and \r.
+ *
+ * A path parameter is an id; one that cannot exist (another shape, too long, a control character) is a 404 before
+ * anything reaches the database.
+ */
+
+/** Every id the service hands out: a short prefix, an underscore, letters and digits (kid: base64url, 43). */
+const PATH_ID = /^[A-Za-z0-9_.-]{1,64}$/;
+
+/** Body fields (by name, at any depth) whose value is text of several lines. */
+const MULTILINE_FIELDS = new Set(['publicKeyPem', 'content', 'note']);
+
+const CONTROL = /[\u0000-\u001f\u007f]/;
+const CONTROL_BUT_LINE_BREAKS = /[\u0000-\u0008\u000b\u000c\u000e-\u001f\u007f]/;
+
+const LONE_SURROGATE = /[\ud800-\udbff](?![\udc00-\udfff])|(?<![\ud800-\udbff])[\udc00-\udfff]/;
+
+/** Why a string is refused, or null when it is acceptable. */
+function flaw(value: string, multiline: boolean): string | null {
+  if ((multiline ? CONTROL_BUT_LINE_BREAKS : CONTROL).test(value)) return 'must not contain control characters';
+  if (LONE_SURROGATE.test(value)) return 'must be valid Unicode text';
+  return null;
+}
+
+/** True when a path parameter could be an id this service handed out. */
+export function isPossibleId(value: string): boolean {
+  return PATH_ID.test(value);
+}
+
+function checkBody(value: unknown, path: string, multiline: boolean): void {
+  if (typeof value === 'string') {
+    const problem = flaw(value, multiline);
+    if (problem !== null) throw httpError(400, `${path === '' ? 'body' : path} ${problem}`);
+    return;
+  }
+  if (Array.isArray(value)) {
+    for (const [i, item] of value.entries()) checkBody(item, path === '' ? String(i) : `${path}.${i}`, multiline);
+    return;
+  }
+  if (value !== null && typeof value === 'object') {
+    for (const [key, item] of Object.entries(value)) {
+      if (flaw(key, false) !== null)
+        throw httpError(400, `${path === '' ? 'body' : path} has a field name that is not valid text`);
+      checkBody(item, path === '' ? key : `${path}.${key}`, multiline || MULTILINE_FIELDS.has(key));
+    }
+  }
+}
+
+function checkQuery(query: unknown): void {
+  if (query === null || typeof query !== 'object') return;
+  for (const [key, value] of Object.entries(query)) {
+    if (flaw(key, false) !== null) throw httpError(400, 'a query parameter name is not valid text');
+    const values = Array.isArray(value) ? value : [value];
+    for (const v of values) {
+      if (typeof v === 'string' && flaw(v, false) !== null) throw httpError(400, `${key} ${flaw(v, false)}`);
+    }
+  }
+}
+
+/** Applies the rule to a request whose body (if any) is parsed; throws the HttpError to answer. */
+export function enforceInputRules(request: FastifyRequest): void {
+  const params = request.params;
+  if (params !== null && typeof params === 'object') {
+    for (const value of Object.values(params as Record<string, unknown>)) {
+      if (typeof value === 'string' && !isPossibleId(value)) throw httpError(404, 'not found');
+    }
+  }
+  checkQuery(request.query);
+  const body = request.body;
+  if (body !== undefined && body !== null && !Buffer.isBuffer(body)) checkBody(body, '', false);
+}
