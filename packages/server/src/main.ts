@@ -6,6 +6,7 @@ import { createLogger } from './logger.ts';
 import { sandboxAdminToken } from './sandbox/admin-token.ts';
 import { ListenError, start } from './server.ts';
 import { sleep } from './shared/run-worker.ts';
+import { MasterKeyError } from './webhooks/master-key.ts';
 
 /** Exit status of a start refused because of the operator's settings (bad variable, port in use). */
 const EXIT_SETTINGS = 2;
@@ -60,6 +61,7 @@ async function main(): Promise<void> {
   } catch (err) {
     await db.close().catch(() => {});
     if (err instanceof ListenError) refuse(EXIT_SETTINGS, err.message);
+    if (err instanceof MasterKeyError) refuse(EXIT_SETTINGS, `webhook master key: ${err.message}`);
     throw err;
   }
   (onTerminal ? process.stdout : process.stderr).write(running.banner);

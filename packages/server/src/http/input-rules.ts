@@ -7,7 +7,8 @@ import { httpError } from './errors.ts';
  * before any service sees the value. PostgreSQL refuses NUL in text (22021), so without this rule such a value
  * became a 500 that a client told to retry 5xx would retry forever; the other control characters have no place in
  * a name, an account, a reference or an id either. A few operator fields hold text files or free notes, where tab
- * and line breaks are part of the value: those (and only those) keep \t, \n and \r.
+ * and line breaks are part of the value: those (and only those) keep \t, \n and \r. A public key PEM is left to
+ * its own parser, which names the registration rule it breaks.
  *
  * A path parameter is an id; one that cannot exist (another shape, too long, a control character) is a 404 before
  * anything reaches the database.
@@ -17,7 +18,12 @@ import { httpError } from './errors.ts';
 const PATH_ID = /^[A-Za-z0-9_.-]{1,64}$/;
 
 /** Body fields (by name, at any depth) whose value is text of several lines. */
-const MULTILINE_FIELDS = new Set(['publicKeyPem', 'content', 'note']);
+const MULTILINE_FIELDS = new Set(['content', 'note']);
+/**
+ * Fields a stricter parser of their own reads and that are never stored as sent: a public key is parsed from its
+ * PEM block (binary DER is refused naming that registration rule) and only its re-exported PEM is kept.
+ */
+const OWN_PARSER_FIELDS = new Set(['publicKeyPem']);
 
 const CONTROL = /[\u0000-\u001f\u007f]/;
 const CONTROL_BUT_LINE_BREAKS = /[\u0000-\u0008\u000b\u000c\u000e-\u001f\u007f]/;
@@ -48,6 +54,7 @@ function checkBody(value: unknown, path: string, multiline: boolean): void {
   }
   if (value !== null && typeof value === 'object') {
     for (const [key, item] of Object.entries(value)) {
+      if (OWN_PARSER_FIELDS.has(key) && path === '') continue;
       if (flaw(key, false) !== null)
         throw httpError(400, `${path === '' ? 'body' : path} has a field name that is not valid text`);
       checkBody(item, path === '' ? key : `${path}.${key}`, multiline || MULTILINE_FIELDS.has(key));

@@ -11,6 +11,8 @@ import { type Answer, createSignedClient, NonceCounter, type SignedClient } from
 import { createTestDb, type TestDb } from './test-db.ts';
 
 export const ADMIN_TOKEN = 'test-admin-token-0123456789abcdef';
+/** A webhook master key for production-mode tests (production refuses to start without one). */
+export const TEST_MASTER_KEY = Buffer.alloc(32, 7).toString('base64');
 
 export interface TestClient {
   clientId: string;

@@ -84,7 +84,15 @@ export async function worker(ctx: CommandContext): Promise<unknown> {
     if (err instanceof DataDirLockedError) throw new UsageError(err.message);
     throw err;
   }
-  const running = await runWorkersOnly({ config: { ...config, adminToken }, db, logger });
+  const { MasterKeyError } = await import('../../webhooks/master-key.ts');
+  let running: Awaited<ReturnType<typeof runWorkersOnly>>;
+  try {
+    running = await runWorkersOnly({ config: { ...config, adminToken }, db, logger });
+  } catch (err) {
+    await db.close();
+    if (err instanceof MasterKeyError) throw new UsageError(`webhook master key: ${err.message}`);
+    throw err;
+  }
   ctx.note(`workers running (${config.env}, ${db.kind} database); Ctrl-C stops`);
   await new Promise<void>((resolve) => {
     if (ctx.io.signal.aborted) resolve();
