@@ -42,14 +42,19 @@ export function isPossibleId(value: string): boolean {
   return PATH_ID.test(value);
 }
 
-function checkBody(value: unknown, path: string, multiline: boolean): void {
+/** No request the service takes nests deeper than a few levels; a deeper one is refused before it is walked. */
+const MAX_DEPTH = 32;
+
+function checkBody(value: unknown, path: string, multiline: boolean, depth = 0): void {
+  if (depth > MAX_DEPTH) throw httpError(400, 'body is nested too deeply');
   if (typeof value === 'string') {
     const problem = flaw(value, multiline);
     if (problem !== null) throw httpError(400, `${path === '' ? 'body' : path} ${problem}`);
     return;
   }
   if (Array.isArray(value)) {
-    for (const [i, item] of value.entries()) checkBody(item, path === '' ? String(i) : `${path}.${i}`, multiline);
+    for (const [i, item] of value.entries())
+      checkBody(item, path === '' ? String(i) : `${path}.${i}`, multiline, depth + 1);
     return;
   }
   if (value !== null && typeof value === 'object') {
@@ -57,7 +62,7 @@ function checkBody(value: unknown, path: string, multiline: boolean): void {
       if (OWN_PARSER_FIELDS.has(key) && path === '') continue;
       if (flaw(key, false) !== null)
         throw httpError(400, `${path === '' ? 'body' : path} has a field name that is not valid text`);
-      checkBody(item, path === '' ? key : `${path}.${key}`, multiline || MULTILINE_FIELDS.has(key));
+      checkBody(item, path === '' ? key : `${path}.${key}`, multiline || MULTILINE_FIELDS.has(key), depth + 1);
     }
   }
 }
