@@ -58,6 +58,7 @@ const hostile = fc.oneof(
     '../../../../etc/passwd',
     '%00',
     '%ZZ',
+    // biome-ignore lint/suspicious/noTemplateCurlyInString: a log4j-style lookup string is the point
     '${jndi:ldap://x/a}',
     '{{7*7}}',
     '<script>alert(1)</script>',
