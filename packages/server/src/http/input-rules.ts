@@ -71,10 +71,9 @@ function checkQuery(query: unknown): void {
   if (query === null || typeof query !== 'object') return;
   for (const [key, value] of Object.entries(query)) {
     if (flaw(key, false) !== null) throw httpError(400, 'a query parameter name is not valid text');
-    const values = Array.isArray(value) ? value : [value];
-    for (const v of values) {
-      if (typeof v === 'string' && flaw(v, false) !== null) throw httpError(400, `${key} ${flaw(v, false)}`);
-    }
+    // Every route reads a query parameter as one string: a repeated one would reach it as an array.
+    if (Array.isArray(value)) throw httpError(400, `${key} must appear once`);
+    if (typeof value === 'string' && flaw(value, false) !== null) throw httpError(400, `${key} ${flaw(value, false)}`);
   }
 }
 
@@ -87,6 +86,11 @@ export function enforceInputRules(request: FastifyRequest): void {
     }
   }
   checkQuery(request.query);
+  // The one header whose value is stored: a tab or DEL (which HTTP lets through) has no place in it either.
+  const idempotencyKey = request.headers['idempotency-key'];
+  if (typeof idempotencyKey === 'string' && flaw(idempotencyKey, false) !== null) {
+    throw httpError(400, `idempotency-key ${flaw(idempotencyKey, false)}`);
+  }
   const body = request.body;
   if (body !== undefined && body !== null && !Buffer.isBuffer(body)) checkBody(body, '', false);
 }

@@ -124,6 +124,19 @@ describe('control characters in paths and queries', () => {
     expect(res.body).toEqual({ error: 'not found' });
   });
 
+  it('a repeated query parameter: 400 naming it', async () => {
+    const res = await client.api.get('/v2/payments?limit=1&limit=2');
+    expect(res.status).toBe(400);
+    expect(res.body).toEqual({ error: 'limit must appear once' });
+  });
+
+  it('an idempotency key with a tab (which HTTP lets through): 400, nothing created', async () => {
+    const res = await pay(client, '1000', PM, `${newKey()}\tx`);
+    expect(res.status).toBe(400);
+    expect(res.body).toEqual({ error: 'idempotency-key must not contain control characters' });
+    expect((await client.api.get('/v2/payments')).body.payload.data).toEqual([]);
+  });
+
   it('a query value with a control character: 400 naming it', async () => {
     const res = await client.api.get('/v2/payments?cursor=pay_%00');
     expect(res.status).toBe(400);
