@@ -72,7 +72,7 @@ function checkQuery(query: unknown): void {
   for (const [key, value] of Object.entries(query)) {
     if (flaw(key, false) !== null) throw httpError(400, 'a query parameter name is not valid text');
     // Every route reads a query parameter as one string: a repeated one would reach it as an array.
-    if (Array.isArray(value)) throw httpError(400, `${key} must appear once`);
+    if (Array.isArray(value)) throw httpError(400, `${key} must be given once`);
     if (typeof value === 'string' && flaw(value, false) !== null) throw httpError(400, `${key} ${flaw(value, false)}`);
   }
 }

@@ -127,7 +127,7 @@ describe('control characters in paths and queries', () => {
   it('a repeated query parameter: 400 naming it', async () => {
     const res = await client.api.get('/v2/payments?limit=1&limit=2');
     expect(res.status).toBe(400);
-    expect(res.body).toEqual({ error: 'limit must appear once' });
+    expect(res.body).toEqual({ error: 'limit must be given once' });
   });
 
   it('an idempotency key with a tab (which HTTP lets through): 400, nothing created', async () => {
