@@ -41,11 +41,12 @@ function answerClientError(
   log.trace({ code: err.code, status }, 'client error');
   const raw = err.rawPacket;
   const isHead = Buffer.isBuffer(raw) && raw.subarray(0, 5).toString('latin1') === 'HEAD ';
-  const body = isHead ? '' : JSON.stringify({ error: message });
+  const full = JSON.stringify({ error: message });
   if (socket.writable) {
+    // A HEAD answer says how long the body would be, and sends none.
     socket.write(
       `HTTP/1.1 ${status} ${reason}\r\nConnection: close\r\nContent-Type: application/json; charset=utf-8\r\n` +
-        `Content-Length: ${isHead ? Buffer.byteLength(JSON.stringify({ error: message })) : Buffer.byteLength(body)}\r\n\r\n${body}`,
+        `Content-Length: ${Buffer.byteLength(full)}\r\n\r\n${isHead ? '' : full}`,
     );
   }
   socket.destroy();
