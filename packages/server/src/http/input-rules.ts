@@ -10,6 +10,9 @@ import { httpError } from './errors.ts';
  * and line breaks are part of the value: those (and only those) keep \t, \n and \r. A public key PEM is left to
  * its own parser, which names the registration rule it breaks.
  *
+ * The same holds for the idempotency-key header (the one header whose value is stored). A query parameter given twice
+ * and a body nested deeper than any request needs are refused too.
+ *
  * A path parameter is an id; one that cannot exist (another shape, too long, a control character) is a 404 before
  * anything reaches the database.
  */
