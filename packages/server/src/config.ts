@@ -1,5 +1,6 @@
 import path from 'node:path';
 import { FAILPOINTS } from './shared/failpoints.ts';
+import { MASTER_KEY_BYTES } from './webhooks/master-key.ts';
 
 /**
  * Every environment variable of the operator contract (section 2), parsed and validated once.
@@ -61,7 +62,15 @@ export interface Config {
   shutdownDelayMs: number;
   /** Production rail: where the operator's bank gateway adapter listens. null: not configured. */
   bankGateway: BankGatewayConfig | null;
+  /** Where the key sealing the webhook signing keys comes from (webhooks/master-key.ts). */
+  masterKey: MasterKeySource;
 }
+
+/**
+ * The webhook master key: a file (DISPERSA_MASTER_KEY_FILE), the value itself (DISPERSA_MASTER_KEY, 32 bytes in
+ * base64), or, on a sandbox only, a key generated into the data directory at first start.
+ */
+export type MasterKeySource = { kind: 'file'; path: string } | { kind: 'value'; key: Buffer } | { kind: 'generated' };
 
 export class ConfigError extends Error {
   constructor(
@@ -244,6 +253,7 @@ export function loadConfig(env: Env = process.env): Config {
   if (failpoints.length > 0 && environment === 'production') {
     throw new ConfigError('DISPERSA_FAILPOINTS', 'must not be set in production: it kills the process on purpose');
   }
+  const masterKey = parseMasterKey(env, environment);
 
   return {
     env: environment,
@@ -276,5 +286,37 @@ export function loadConfig(env: Env = process.env): Config {
     // The whole shutdown must fit in 10 s: at most 5 of them waiting for load balancers.
     shutdownDelayMs: integer(env, 'DISPERSA_SHUTDOWN_DELAY_MS', 0, 0, 5000),
     bankGateway: parseBankGateway(env),
+    masterKey,
   };
+}
+
+function parseMasterKey(env: Env, environment: Environment): MasterKeySource {
+  const file = raw(env, 'DISPERSA_MASTER_KEY_FILE');
+  const value = raw(env, 'DISPERSA_MASTER_KEY');
+  if (file !== undefined && value !== undefined) {
+    throw new ConfigError(
+      'DISPERSA_MASTER_KEY',
+      'set either DISPERSA_MASTER_KEY_FILE or DISPERSA_MASTER_KEY, not both',
+    );
+  }
+  if (file !== undefined) return { kind: 'file', path: path.resolve(file) };
+  if (value !== undefined) {
+    const key = Buffer.from(value, 'base64');
+    if (!/^[A-Za-z0-9+/]+={0,2}$/.test(value) || key.length !== MASTER_KEY_BYTES) {
+      // The value itself is never repeated in the message: it is a secret.
+      throw new ConfigError(
+        'DISPERSA_MASTER_KEY',
+        `must be ${MASTER_KEY_BYTES} bytes in base64 (openssl rand -base64 32)`,
+      );
+    }
+    return { kind: 'value', key };
+  }
+  if (environment === 'production') {
+    throw new ConfigError(
+      'DISPERSA_MASTER_KEY_FILE',
+      'is required in production (or DISPERSA_MASTER_KEY): the key sealing the webhook signing keys must be the same ' +
+        'on every process of one database, so it is configured, not generated into one data directory',
+    );
+  }
+  return { kind: 'generated' };
 }

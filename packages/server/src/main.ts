@@ -1,4 +1,5 @@
 import { ConfigError, loadConfig } from './config.ts';
+import { DataDirLockedError, PROCESS_UMASK } from './db/data-dir.ts';
 import { openDatabase } from './db/open.ts';
 import { logDestination } from './log-output.ts';
 import { createLogger } from './logger.ts';
@@ -6,6 +7,7 @@ import { sandboxAdminToken } from './sandbox/admin-token.ts';
 import { ListenError, start } from './server.ts';
 import { armFailpoints } from './shared/failpoints.ts';
 import { sleep } from './shared/run-worker.ts';
+import { MasterKeyError } from './webhooks/master-key.ts';
 
 /** Exit status of a start refused because of the operator's settings (bad variable, port in use). */
 const EXIT_SETTINGS = 2;
@@ -20,6 +22,8 @@ function refuse(status: number, message: string): never {
 
 /** Process entry: config → database → app → workers → signals. */
 async function main(): Promise<void> {
+  // Everything this process creates (database files, secrets, demo keys) is owner-only: 0600 files, 0700 folders.
+  process.umask(PROCESS_UMASK);
   let config: ReturnType<typeof loadConfig>;
   try {
     config = loadConfig();
@@ -42,17 +46,24 @@ async function main(): Promise<void> {
     logger.warn('production on the embedded database: an OS crash or power loss can lose acknowledged writes');
   }
 
-  const db = await openDatabase({
-    databaseUrl: config.databaseUrl,
-    dataDir: config.dataDir,
-    progress: (message, fields) => logger.info(fields ?? {}, message),
-  });
+  let db: Awaited<ReturnType<typeof openDatabase>>;
+  try {
+    db = await openDatabase({
+      databaseUrl: config.databaseUrl,
+      dataDir: config.dataDir,
+      progress: (message, fields) => logger.info(fields ?? {}, message),
+    });
+  } catch (err) {
+    if (err instanceof DataDirLockedError) refuse(EXIT_SETTINGS, err.message);
+    throw err;
+  }
   let running: Awaited<ReturnType<typeof start>>;
   try {
     running = await start({ config: { ...config, adminToken }, db, logger });
   } catch (err) {
     await db.close().catch(() => {});
     if (err instanceof ListenError) refuse(EXIT_SETTINGS, err.message);
+    if (err instanceof MasterKeyError) refuse(EXIT_SETTINGS, `webhook master key: ${err.message}`);
     throw err;
   }
   (onTerminal ? process.stdout : process.stderr).write(running.banner);

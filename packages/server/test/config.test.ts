@@ -43,7 +43,9 @@ describe('configuration (operator contract, section 2)', () => {
       DISPERSA_ENV: 'production',
       DISPERSA_ADMIN_TOKEN: 't'.repeat(20),
       DATABASE_URL: 'postgres://x/y',
+      DISPERSA_MASTER_KEY_FILE: '/etc/dispersa/master.key',
     });
+    expect(prod.masterKey).toEqual({ kind: 'file', path: '/etc/dispersa/master.key' });
     expect(prod.rails).toEqual(['PM']);
   });
 
@@ -86,12 +88,33 @@ describe('configuration (operator contract, section 2)', () => {
         DISPERSA_ENV: 'production',
         DISPERSA_ADMIN_TOKEN: 't'.repeat(20),
         DISPERSA_ALLOW_EMBEDDED_IN_PRODUCTION: 'true',
+        DISPERSA_MASTER_KEY: Buffer.alloc(32, 1).toString('base64'),
       }).databaseUrl,
     ).toBeNull();
   });
 
+  it('production needs a webhook master key, from a file or as the value; a sandbox may generate one', () => {
+    const prod = { DISPERSA_ENV: 'production', DISPERSA_ADMIN_TOKEN: 't'.repeat(20), DATABASE_URL: 'postgres://x/y' };
+    const missing = errorOf(prod);
+    expect(missing.variable).toBe('DISPERSA_MASTER_KEY_FILE');
+    expect(missing.message).toMatch(/required in production/);
+    const key = Buffer.alloc(32, 9);
+    expect(loadConfig({ ...prod, DISPERSA_MASTER_KEY: key.toString('base64') }).masterKey).toEqual({
+      kind: 'value',
+      key,
+    });
+    const short = errorOf({ ...prod, DISPERSA_MASTER_KEY: 'c2hvcnQtc2VjcmV0LXZhbHVl' });
+    expect(short.variable).toBe('DISPERSA_MASTER_KEY');
+    // The message never repeats a secret it was given.
+    expect(short.message).not.toContain('c2hvcnQtc2VjcmV0LXZhbHVl');
+    const both = errorOf({ ...prod, DISPERSA_MASTER_KEY: key.toString('base64'), DISPERSA_MASTER_KEY_FILE: '/k' });
+    expect(both.variable).toBe('DISPERSA_MASTER_KEY');
+    expect(loadConfig({}).masterKey).toEqual({ kind: 'generated' });
+  });
+
   it('refuses insecure webhook targets in production', () => {
     const err = errorOf({
+      DISPERSA_MASTER_KEY: Buffer.alloc(32, 1).toString('base64'),
       DISPERSA_ENV: 'production',
       DISPERSA_ADMIN_TOKEN: 't'.repeat(20),
       DATABASE_URL: 'postgres://x/y',

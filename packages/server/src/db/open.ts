@@ -1,5 +1,6 @@
 import { mkdir } from 'node:fs/promises';
 import path from 'node:path';
+import { DATA_DIR_MODE, lockDataDir, secureDataDir } from './data-dir.ts';
 import type { Db } from './db.ts';
 import { createEmbeddedDb } from './embedded.ts';
 import { migrate } from './migrate.ts';
@@ -22,12 +23,31 @@ export async function openDatabase(options: {
       : 'opening the embedded database (a first start creates it, which takes a few seconds)',
   );
   let db: Db;
+  if (options.dataDir !== null) await secureDataDir(options.dataDir);
   if (options.databaseUrl !== null) {
     db = createPostgresDb(options.databaseUrl);
   } else if (options.dataDir !== null) {
-    const dir = path.join(options.dataDir, 'db');
-    await mkdir(dir, { recursive: true });
-    db = await createEmbeddedDb(dir);
+    // Held until close(): a second process on this directory stops here, before it reads a single file.
+    const lock = await lockDataDir(options.dataDir);
+    try {
+      const dir = path.join(options.dataDir, 'db');
+      await mkdir(dir, { recursive: true, mode: DATA_DIR_MODE });
+      const embedded = await createEmbeddedDb(dir);
+      // PGlite's file layer sets 0666 on what it creates, whatever the umask: take it back to owner-only.
+      await secureDataDir(options.dataDir);
+      db = {
+        ...embedded,
+        async close() {
+          await embedded.close();
+          // Files PGlite created while running sat in 0700 folders; at rest they are 0600 as well.
+          await secureDataDir(options.dataDir as string).catch(() => {});
+          await lock.release();
+        },
+      };
+    } catch (err) {
+      await lock.release();
+      throw err;
+    }
   } else {
     db = await createEmbeddedDb(null);
   }

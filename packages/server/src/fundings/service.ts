@@ -3,7 +3,7 @@ import { type Db, isUniqueViolation, type Queryable } from '../db/db.ts';
 import { bookFunding } from '../ledger/ledger.ts';
 import type { Clock } from '../shared/clock.ts';
 import { randomId } from '../shared/ids.ts';
-import { parsePositiveMinor } from '../shared/money.ts';
+import { MAX_BALANCE_MINOR, MAX_FUNDING_MINOR, minorFromDb, parsePositiveMinor } from '../shared/money.ts';
 
 /**
  * Money in: an operator records a client's funding; the balance rises at once (the service's bank account against
@@ -37,8 +37,11 @@ export async function createFunding(
   input: { amountMinor: unknown; reference: unknown },
 ): Promise<CreateFundingResult> {
   const amountMinor = parsePositiveMinor(input.amountMinor);
-  if (amountMinor === null || amountMinor > 9_223_372_036_854_775_807n) {
+  if (amountMinor === null) {
     return { kind: 'invalid', message: 'amountMinor must be a string holding a positive integer of minor units' };
+  }
+  if (amountMinor > MAX_FUNDING_MINOR) {
+    return { kind: 'invalid', message: `amountMinor must be at most ${MAX_FUNDING_MINOR} minor units per funding` };
   }
   const reference = input.reference;
   if (typeof reference !== 'string' || reference.trim() === '' || reference.length > 140) {
@@ -48,6 +51,17 @@ export async function createFunding(
   if (client === null) return { kind: 'unknown_client' };
   try {
     const funding = await deps.db.tx(async (q) => {
+      // The client's balance row, locked (NO KEY UPDATE, like every balance update): concurrent fundings of one
+      // client see each other's amounts. Its balance is what it can spend plus what its open holds keep aside.
+      const { rows } = await q.query<{ balance: string }>(
+        `SELECT (a.available_minor + coalesce((SELECT sum(h.amount_minor) FROM holds h
+                   WHERE h.account_id = a.id AND h.status = 'held'), 0))::text AS balance
+           FROM ledger_accounts a
+          WHERE a.kind = 'client_balance' AND a.client_id = $1 AND a.currency = $2 FOR NO KEY UPDATE OF a`,
+        [clientId, client.currency],
+      );
+      const balance = rows[0] === undefined ? 0n : minorFromDb(rows[0].balance);
+      if (balance + amountMinor > MAX_BALANCE_MINOR) return null;
       const funding: Funding = {
         fundingId: randomId('fnd'),
         clientId,
@@ -64,6 +78,12 @@ export async function createFunding(
       await deps.onFunded?.(q, funding);
       return funding;
     });
+    if (funding === null) {
+      return {
+        kind: 'invalid',
+        message: `the balance would exceed ${MAX_BALANCE_MINOR} minor units, the most one balance holds`,
+      };
+    }
     return { kind: 'created', funding };
   } catch (err) {
     if (isUniqueViolation(err, 'fundings_reference_unique')) return { kind: 'duplicate_reference' };

@@ -3,6 +3,7 @@ import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { Logger } from 'pino';
 import { buildFastify } from './build-fastify.ts';
 import { httpError } from './errors.ts';
+import { enforceInputRules } from './input-rules.ts';
 import { hasBody, mediaType, parseJsonObjectBody } from './request-body.ts';
 
 /** The operator listener (/admin/v1), separate from the public one, behind a bearer token. */
@@ -39,6 +40,7 @@ export async function createAdminApp(options: {
   app.addHook('preValidation', async (request) => {
     if (hasBody(request)) parseJsonObjectBody(request);
     else if (request.method === 'POST' || request.method === 'PUT') request.body = {};
+    enforceInputRules(request);
   });
 
   app.get('/health', async () => ({ status: 'ok' }));

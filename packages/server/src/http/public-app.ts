@@ -6,6 +6,7 @@ import type { Logger } from 'pino';
 import type { Authenticator } from '../auth/authenticate.ts';
 import { buildFastify } from './build-fastify.ts';
 import { httpError } from './errors.ts';
+import { enforceInputRules } from './input-rules.ts';
 import { finishOpenApiDocument } from './openapi.ts';
 import { hasBody, mediaType, parseJsonObjectBody, rawBodyOf } from './request-body.ts';
 
@@ -81,6 +82,8 @@ export async function createPublicApp(options: PublicAppOptions): Promise<Fastif
     request.auth = result.context;
     if (config.bodyRoute) parseJsonObjectBody(request);
   });
+  // After authentication (a stranger learns nothing about ids) and before schema validation and the handler.
+  app.addHook('preValidation', async (request) => enforceInputRules(request));
 
   await app.register(async (scoped) => {
     await options.routes(scoped);

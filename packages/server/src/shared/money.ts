@@ -1,5 +1,13 @@
 /** Money is bigint minor units inside and decimal strings at the edge. */
 
+/**
+ * Bounds far below the range of the bigint columns (9.2 * 10^18), so that no sum the service or a reconciliation
+ * query makes can overflow: one funding at most 10^15 minor units (10 trillion bolivares), a client's balance at
+ * most 10^16. Above them is a 400.
+ */
+export const MAX_FUNDING_MINOR = 10n ** 15n;
+export const MAX_BALANCE_MINOR = 10n ** 16n;
+
 const MINOR_TEXT = /^[1-9][0-9]{0,29}$/;
 
 /** Parses the edge form of a positive amount ("150000"); null when it is not one. */

@@ -16,6 +16,8 @@ export interface RunWorkerOptions {
   logger: WorkerLogger;
   /** Ceiling of the pause after consecutive errors. Default 30 s. */
   maxErrorBackoffMs?: number;
+  /** How the loop waits; default the real `sleep` below. Tests record the pauses instead of timing them. */
+  sleep?: (ms: number, signal: AbortSignal) => Promise<void>;
 }
 
 /** Resolves after ms, or at once when the signal aborts. The timer never keeps the process alive. */
@@ -41,18 +43,19 @@ export async function runWorker(
 ): Promise<void> {
   const { idleMs, signal, logger } = options;
   const maxErrorBackoffMs = options.maxErrorBackoffMs ?? 30_000;
+  const pause = options.sleep ?? sleep;
   let consecutiveErrors = 0;
   logger.info({ worker: name }, 'worker started');
   while (!signal.aborted) {
     try {
       const id = await processNext();
       consecutiveErrors = 0;
-      if (id === undefined) await sleep(idleMs, signal);
+      if (id === undefined) await pause(idleMs, signal);
     } catch (err) {
       consecutiveErrors++;
       const pauseMs = Math.min(maxErrorBackoffMs, Math.max(idleMs, 100) * 2 ** Math.min(consecutiveErrors - 1, 20));
       logger.error({ worker: name, err, consecutiveErrors, pauseMs }, 'worker step failed');
-      await sleep(pauseMs, signal);
+      await pause(pauseMs, signal);
     }
   }
   logger.info({ worker: name }, 'worker stopped');

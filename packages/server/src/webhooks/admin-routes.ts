@@ -3,6 +3,7 @@ import { getClient } from '../clients/service.ts';
 import type { Queryable } from '../db/db.ts';
 import { sendPayload } from '../http/envelope.ts';
 import { httpError } from '../http/errors.ts';
+import { pageLimit } from '../http/pagination.ts';
 import { isoTime } from '../shared/money.ts';
 import type { DeliveryLog, RedeliverResult } from './delivery-log.ts';
 import type { RetireResult, SigningKeys } from './signing-keys.ts';
@@ -16,9 +17,6 @@ export interface WebhookAdminDeps {
   keys: SigningKeys;
   changes: UrlChangeService;
 }
-
-const LIMIT = /^[0-9]{1,6}$/;
-const DEFAULT_LIMIT = 20;
 
 const REDELIVER_ERRORS: Record<Exclude<RedeliverResult, { ok: true }>['error'], [number, string]> = {
   not_found: [404, 'event not found'],
@@ -36,10 +34,11 @@ type DeliveriesQuery = { clientId?: string; limit?: string; cursor?: string };
 export function registerWebhookAdminRoutes(app: FastifyInstance, deps: WebhookAdminDeps): void {
   app.get<{ Querystring: DeliveriesQuery }>('/admin/v1/webhooks/deliveries', async (request, reply) => {
     const { clientId, limit, cursor } = request.query;
-    if (limit !== undefined && !LIMIT.test(limit)) throw httpError(400, 'limit must be a positive integer');
+    // The same paging rule as every other listing: limit=0 is a 400, not an empty page.
+    const pageSize = pageLimit(limit);
     const result = await deps.deliveries.listAttempts({
       clientId: clientId === '' ? undefined : clientId,
-      limit: limit === undefined ? DEFAULT_LIMIT : Number(limit),
+      limit: pageSize,
       cursor,
     });
     if (!result.ok) throw httpError(400, 'cursor is not a cursor of this list');

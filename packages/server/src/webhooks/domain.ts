@@ -5,6 +5,7 @@ import { sleep } from '../shared/run-worker.ts';
 import { registerWebhookAdminRoutes } from './admin-routes.ts';
 import { activeUrl } from './config-store.ts';
 import { createDeliveryWorker, type DeliveryWorker } from './delivery-worker.ts';
+import { resolveMasterKey } from './master-key.ts';
 import { enqueueTestEvent } from './outbox.ts';
 import { registerWebhookPublicRoutes } from './public-routes.ts';
 import { createSafePost } from './safe-post.ts';
@@ -26,7 +27,7 @@ export interface WebhookDomain extends Domain {
 export interface WebhookDomainOptions {
   /** Host name resolution for the address rules; tests use a fixed table so that no DNS query leaves. */
   resolve?: Resolver;
-  /** The master key sealing the signing keys; default: <dataDir>/secrets/webhook-master.key. */
+  /** The master key sealing the signing keys; default: the configured one (config.masterKey). */
   masterKey?: Buffer;
 }
 
@@ -42,12 +43,16 @@ export async function createWebhookDomain(ctx: AppContext, options: WebhookDomai
   const { config, db, clock, logger } = ctx;
   const allowInsecure = config.webhookAllowInsecure;
   const resolve = options.resolve;
+  const master =
+    options.masterKey !== undefined
+      ? { key: options.masterKey, origin: 'the master key given' }
+      : await resolveMasterKey(config.masterKey, config.dataDir);
   const keys = await createSigningKeys({
     db,
     clock,
     environment: config.env,
-    dataDir: config.dataDir,
-    masterKey: options.masterKey,
+    masterKey: master.key,
+    masterKeyOrigin: master.origin,
   });
   const userAgent = `dispersa-webhooks/${ctx.version}`;
   const deliveryPoster = createSafePost({ allowInsecure, resolve, userAgent, timeoutMs: DELIVERY_TIMEOUT_MS });

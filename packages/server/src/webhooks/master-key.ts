@@ -3,9 +3,10 @@ import { chmod, mkdir, readFile, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 
 /**
- * The master key that seals the webhook signing keys at rest: 32 random bytes in
- * <dataDir>/secrets/webhook-master.key, created owner-only at first start. A database dump alone therefore
- * does not give away the signing keys. Every process serving one database needs the same file.
+ * The master key that seals the webhook signing keys at rest, so that a database dump alone does not give them
+ * away. Every process serving one database needs the same key, so it is configured: DISPERSA_MASTER_KEY_FILE (a
+ * file holding 32 bytes in base64) or DISPERSA_MASTER_KEY (the value). A sandbox without either generates one
+ * into <dataDir>/secrets/webhook-master.key (owner-only) at first start; production refuses to start without one.
  */
 
 export const MASTER_KEY_BYTES = 32;
@@ -48,6 +49,35 @@ export async function loadOrCreateMasterKey(dataDir: string): Promise<Buffer> {
     if ((err as NodeJS.ErrnoException).code !== 'EEXIST') throw err;
     return decode(await readFile(file, 'utf8'), file);
   }
+}
+
+/** The key to use and where it came from, as an operator names it (for the messages that stop a start). */
+export interface ResolvedMasterKey {
+  key: Buffer;
+  origin: string;
+}
+
+/** Reads the configured key; a file that cannot be read or holds no 32-byte key stops the start naming it. */
+export async function resolveMasterKey(
+  source: { kind: 'file'; path: string } | { kind: 'value'; key: Buffer } | { kind: 'generated' },
+  dataDir: string,
+): Promise<ResolvedMasterKey> {
+  if (source.kind === 'value') return { key: source.key, origin: 'DISPERSA_MASTER_KEY' };
+  if (source.kind === 'file') {
+    const origin = `DISPERSA_MASTER_KEY_FILE (${source.path})`;
+    let text: string;
+    try {
+      text = await readFile(source.path, 'utf8');
+    } catch (err) {
+      throw new MasterKeyError(`${origin}: cannot read the file (${(err as NodeJS.ErrnoException).code ?? 'error'})`);
+    }
+    const key = Buffer.from(text.trim(), 'base64');
+    if (key.length !== MASTER_KEY_BYTES) {
+      throw new MasterKeyError(`${origin}: must hold ${MASTER_KEY_BYTES} bytes in base64; it holds ${key.length}`);
+    }
+    return { key, origin };
+  }
+  return { key: await loadOrCreateMasterKey(dataDir), origin: `the generated key in ${masterKeyPath(dataDir)}` };
 }
 
 const IV_BYTES = 12;

@@ -4,7 +4,7 @@ import type { Environment } from '../config.ts';
 import type { Db, Queryable } from '../db/db.ts';
 import type { Clock } from '../shared/clock.ts';
 import type { Jwks, PublicJwk } from './jws.ts';
-import { loadOrCreateMasterKey, open, seal } from './master-key.ts';
+import { loadOrCreateMasterKey, MasterKeyError, open, seal } from './master-key.ts';
 
 /**
  * The deployment's RS256 webhook signing keys. One is active (signs); after a rotation the previous one is
@@ -48,8 +48,10 @@ export interface SigningKeysDeps {
   environment: Environment;
   /** Where the master key file lives (<dataDir>/secrets/webhook-master.key); used when masterKey is absent. */
   dataDir?: string | null;
-  /** An explicit master key (tests); 32 bytes. */
+  /** An explicit master key (tests, or resolved from the configuration); 32 bytes. */
   masterKey?: Buffer;
+  /** Where masterKey came from, named in the message when it cannot open the stored keys. */
+  masterKeyOrigin?: string;
   /** How stale the cached active key may be before the database is asked again (other processes rotate). */
   recheckMs?: number;
 }
@@ -250,6 +252,14 @@ export async function createSigningKeys(deps: SigningKeysDeps): Promise<SigningK
 
   await ensureActiveKey();
   // Unsealing now makes a wrong master key or a foreign key fail at start, not at the first delivery.
-  await activeSigner();
+  try {
+    await activeSigner();
+  } catch (err) {
+    if (!(err instanceof MasterKeyError) || deps.masterKeyOrigin === undefined) throw err;
+    throw new MasterKeyError(
+      `${deps.masterKeyOrigin} cannot open the webhook signing keys stored in the database: it is not the key they ` +
+        'were sealed with. Every process on one database needs the same master key',
+    );
+  }
   return { activeSigner, jwks, rotate, retire, list };
 }

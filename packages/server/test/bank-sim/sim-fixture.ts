@@ -92,9 +92,10 @@ export async function signedRequest(
 }
 
 /** Polls until the check holds, at most `limitMs`; the loop is bounded by count as well as time. */
-export async function eventually(check: () => boolean, limitMs = 2000): Promise<void> {
+export async function eventually(check: () => boolean, limitMs = 15_000): Promise<void> {
+  // A bound against a hang, not a speed requirement: a loaded machine may take a while to run the other side.
   const deadline = Date.now() + limitMs;
-  for (let i = 0; i < 400 && Date.now() < deadline; i++) {
+  for (let i = 0; i < 3000 && Date.now() < deadline; i++) {
     if (check()) return;
     await new Promise((resolve) => setTimeout(resolve, 10));
   }

@@ -124,7 +124,7 @@ export function startCli(args: readonly string[], options: { env: CliEnv; cwd?: 
     child,
     stdoutLines: lines.stdout,
     stderrLines: lines.stderr,
-    waitFor(stream, pattern, timeoutMs = 15_000) {
+    waitFor(stream, pattern, timeoutMs = 45_000) {
       const seen = lines[stream].find((l) => pattern.test(l));
       if (seen !== undefined) return Promise.resolve(seen);
       return new Promise((resolve, reject) => {

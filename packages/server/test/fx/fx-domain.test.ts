@@ -6,6 +6,7 @@ import { createFxDomain, SANDBOX_RATE } from '../../src/fx/domain.ts';
 import { createLogger } from '../../src/logger.ts';
 import { createMetrics } from '../../src/metrics/metrics.ts';
 import { ManualClock } from '../../src/shared/clock.ts';
+import { TEST_MASTER_KEY } from '../support/test-server.ts';
 import { countRows, type FxTestDb, insertClient, openFxTestDb } from './fx-test-db.ts';
 
 // The domain object itself, without HTTP: what compose and sandbox first start call.
@@ -30,6 +31,7 @@ function context(env: 'sandbox' | 'production'): AppContext {
     DISPERSA_ENV: env,
     DISPERSA_ADMIN_TOKEN: 'test-admin-token-0123456789abcdef',
     DISPERSA_ALLOW_EMBEDDED_IN_PRODUCTION: 'true',
+    DISPERSA_MASTER_KEY: TEST_MASTER_KEY,
   });
   return {
     config,

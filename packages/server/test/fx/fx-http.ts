@@ -2,7 +2,7 @@ import { expect } from 'vitest';
 import type { ManualClock } from '../../src/shared/clock.ts';
 import { testKeyPair } from '../support/keys.ts';
 import { type Answer, createSignedClient, NonceCounter, type SignedClient } from '../support/signed-client.ts';
-import { startTestServer, type TestServer } from '../support/test-server.ts';
+import { startTestServer, TEST_MASTER_KEY, type TestServer } from '../support/test-server.ts';
 
 /**
  * A production deployment: no sandbox publisher, so the only rates are the ones a test publishes, and a
@@ -11,7 +11,12 @@ import { startTestServer, type TestServer } from '../support/test-server.ts';
 export function startProductionServer(clock: ManualClock, env: Record<string, string> = {}): Promise<TestServer> {
   return startTestServer({
     clock,
-    env: { DISPERSA_ENV: 'production', DISPERSA_ALLOW_EMBEDDED_IN_PRODUCTION: 'true', ...env },
+    env: {
+      DISPERSA_ENV: 'production',
+      DISPERSA_ALLOW_EMBEDDED_IN_PRODUCTION: 'true',
+      DISPERSA_MASTER_KEY: TEST_MASTER_KEY,
+      ...env,
+    },
   });
 }
 

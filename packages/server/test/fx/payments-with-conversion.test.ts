@@ -1,7 +1,10 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { expectLedgerSound } from '../support/ledger.ts';
+import { OffsetClock } from '../support/offset-clock.ts';
 import { balanceOf, newKey, PM, pay } from '../support/payments.ts';
 import { startTestServer, type TestClient, type TestServer } from '../support/test-server.ts';
+
+const clock = new OffsetClock();
 
 /** Paying out VES from a USD balance: with a quote, or at the rate in force (operator contract, section 5). */
 
@@ -10,7 +13,10 @@ let usd: TestClient;
 const RATE = '36.123456789012'; // VES per USD, 12 decimals
 
 beforeAll(async () => {
-  server = await startTestServer({ env: { DISPERSA_QUOTE_TTL_SECONDS: '2', DISPERSA_UNKNOWN_BUDGET_SECONDS: '3600' } });
+  server = await startTestServer({
+    clock,
+    env: { DISPERSA_QUOTE_TTL_SECONDS: '60', DISPERSA_UNKNOWN_BUDGET_SECONDS: '3600' },
+  });
   usd = await server.newClient({ currency: 'USD', fundMinor: 1_000_000n }); // 10,000.00 USD
   const published = await server.admin('POST', '/admin/v1/rates', {
     base: 'USD',
@@ -99,7 +105,8 @@ describe('with a quote', () => {
 
   it('an expired quote is 422 with a failed payment (quote_expired) and no money moved', async () => {
     const q = await quote(usd, 'TARGET', '100000');
-    await new Promise((r) => setTimeout(r, 2_100));
+    // Time passes on the injected clock: no sleep, and no quote expiring early elsewhere on a loaded machine.
+    clock.advance(61_000);
     const before = await balanceOf(usd);
     const key = newKey('exp');
     const res = await payWithQuote(usd, '100000', q.quoteId, key);

@@ -57,7 +57,9 @@ describe.skipIf(skip !== null)(`operator console ${skip ?? ''}`.trim(), () => {
     await page.click('[data-testid=under-review-queue]');
     const row = page.locator(`tr[data-payment="${id}"]`);
     await row.waitFor();
-    expect(await page.locator('tr[data-payment]').count()).toBe(1);
+    // The unfiltered list (both payments) shows first; on a loaded machine the queue's own answer may come a moment
+    // later. Wait for the list to hold the one under_review payment (a queue that does not filter times out here).
+    await expect.poll(() => page.locator('tr[data-payment]').count(), { timeout: 15_000 }).toBe(1);
     if (SHOTS) await page.screenshot({ path: `${SHOTS}under-review.png` });
     const form = page.locator(`[data-testid="resolve-${id}"]`);
     await form.locator('select').selectOption('completed');

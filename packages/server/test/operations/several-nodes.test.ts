@@ -1,4 +1,5 @@
 import { type ChildProcess, spawn } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
@@ -23,7 +24,8 @@ import { REPO, type ServiceProcess, startService } from './service-process.ts';
  * every event is delivered, in order per payment, and the ledger is exact. The embedded database belongs to one
  * process, so this runs only with DATABASE_URL (CI runs it).
  *
- * The processes share one data directory for the webhook master key that seals the signing keys.
+ * Each process has its own data directory, as separate machines would; they share the webhook master key that seals
+ * the signing keys through DISPERSA_MASTER_KEY, not through a file copied between data directories.
  */
 
 const skip = !usingPostgres();
@@ -70,9 +72,9 @@ describe.skipIf(skip)('two API processes and a worker on one PostgreSQL database
   });
 
   it('no payment dispatched twice, every event delivered in order, the ledger exact', async () => {
-    const env = {
+    const shared = {
       DATABASE_URL: url,
-      DISPERSA_DATA_DIR: path.join(dir, 'shared'),
+      DISPERSA_MASTER_KEY: randomBytes(32).toString('base64'),
       DISPERSA_ADMIN_TOKEN: ADMIN_TOKEN,
       DISPERSA_PORT: '0',
       DISPERSA_ADMIN_PORT: '0',
@@ -83,15 +85,16 @@ describe.skipIf(skip)('two API processes and a worker on one PostgreSQL database
       DISPERSA_RECONCILE_INTERVAL_MS: '200',
       DISPERSA_UNKNOWN_BUDGET_SECONDS: '3',
     };
+    const envOf = (node: string) => ({ ...shared, DISPERSA_DATA_DIR: path.join(dir, node) });
     // The first process migrates and seeds; the others then start together on the prepared database.
-    apis.push(startService(env));
+    apis.push(startService(envOf('api-1')));
     const started = (s: ServiceProcess) =>
       s.waitFor('stdout', /"dispersa started"/).then((l) => JSON.parse(l) as { baseUrl: string; adminUrl: string });
     const first = await started(apis[0]!);
-    apis.push(startService(env));
+    apis.push(startService(envOf('api-2')));
     worker = spawn(process.execPath, [BIN, 'worker'], {
       cwd: REPO,
-      env: { PATH: process.env['PATH'], ...env },
+      env: { PATH: process.env['PATH'], ...envOf('worker') },
       stdio: ['ignore', 'ignore', 'pipe'],
     });
     let workerErr = '';

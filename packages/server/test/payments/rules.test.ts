@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { expectLedgerSound } from '../support/ledger.ts';
 import { balanceOf, CCE, newKey, PM, pay } from '../support/payments.ts';
-import { startTestServer, type TestServer } from '../support/test-server.ts';
+import { startTestServer, TEST_MASTER_KEY, type TestServer } from '../support/test-server.ts';
 
 let server: TestServer;
 
@@ -143,7 +143,11 @@ describe('blocked by us', () => {
 
   it('production without a bank gateway fails rejected_by_us with no debit, and reports simulado true', async () => {
     const s = await startTestServer({
-      env: { DISPERSA_ENV: 'production', DISPERSA_ALLOW_EMBEDDED_IN_PRODUCTION: 'true' },
+      env: {
+        DISPERSA_ENV: 'production',
+        DISPERSA_ALLOW_EMBEDDED_IN_PRODUCTION: 'true',
+        DISPERSA_MASTER_KEY: TEST_MASTER_KEY,
+      },
     });
     try {
       const version: any = await (await fetch(`${s.baseUrl}/v2/version`)).json();

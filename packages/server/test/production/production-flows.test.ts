@@ -2,7 +2,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type BankSim, startBankSim } from '../../src/bank-sim/bank-sim.ts';
 import { expectLedgerSound } from '../support/ledger.ts';
 import { balanceOf, CCE, PM, pay, waitForPayment } from '../support/payments.ts';
-import { startTestServer, type TestClient, type TestServer } from '../support/test-server.ts';
+import { startTestServer, TEST_MASTER_KEY, type TestClient, type TestServer } from '../support/test-server.ts';
 
 /**
  * The money-core and reconciliation flows with DISPERSA_ENV=production against the bank simulator over HTTP,
@@ -28,6 +28,7 @@ beforeAll(async () => {
     env: {
       DISPERSA_ENV: 'production',
       DISPERSA_ALLOW_EMBEDDED_IN_PRODUCTION: 'true',
+      DISPERSA_MASTER_KEY: TEST_MASTER_KEY,
       DISPERSA_RAILS: 'PM,CCE',
       DISPERSA_BANK_GATEWAY_URL: sim.url,
       DISPERSA_BANK_GATEWAY_KEY_ID: KEY_ID,

@@ -36,7 +36,7 @@ export async function waitForPayment(
   c: TestClient,
   id: string,
   until: (p: any) => boolean,
-  timeoutMs = 10_000,
+  timeoutMs = 30_000,
 ): Promise<any> {
   const deadline = Date.now() + timeoutMs;
   for (;;) {

@@ -1,6 +1,7 @@
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
+import type { Logger } from 'pino';
 import { loadConfig } from '../../src/config.ts';
 import { createLogger } from '../../src/logger.ts';
 import { type Running, start } from '../../src/server.ts';
@@ -10,6 +11,8 @@ import { type Answer, createSignedClient, NonceCounter, type SignedClient } from
 import { createTestDb, type TestDb } from './test-db.ts';
 
 export const ADMIN_TOKEN = 'test-admin-token-0123456789abcdef';
+/** A webhook master key for production-mode tests (production refuses to start without one). */
+export const TEST_MASTER_KEY = Buffer.alloc(32, 7).toString('base64');
 
 export interface TestClient {
   clientId: string;
@@ -39,7 +42,15 @@ export interface TestServer {
 
 /** A real service on loopback (ephemeral ports) over a fresh database: embedded, or PostgreSQL with DATABASE_URL. */
 export async function startTestServer(
-  options: { env?: Record<string, string>; clock?: Clock; seedDemo?: boolean; testDb?: TestDb; dataDir?: string } = {},
+  options: {
+    env?: Record<string, string>;
+    clock?: Clock;
+    seedDemo?: boolean;
+    testDb?: TestDb;
+    dataDir?: string;
+    /** Default: silent (or TEST_LOG_LEVEL). */
+    logger?: Logger;
+  } = {},
 ): Promise<TestServer> {
   const testDb = options.testDb ?? (await createTestDb());
   const dataDir = options.dataDir ?? (await mkdtemp(path.join(tmpdir(), 'dispersa-test-')));
@@ -51,7 +62,7 @@ export async function startTestServer(
     DISPERSA_LOG_LEVEL: 'silent',
     ...options.env,
   });
-  const logger = createLogger(process.env['TEST_LOG_LEVEL'] ?? 'silent');
+  const logger = options.logger ?? createLogger(process.env['TEST_LOG_LEVEL'] ?? 'silent');
   const running = await start({
     config: { ...config, adminToken: ADMIN_TOKEN },
     db: testDb.db,

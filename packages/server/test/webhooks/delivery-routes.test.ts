@@ -335,6 +335,12 @@ describe('operator delivery log', () => {
     expect(ids).toEqual([...ids].sort((a, b) => b - a));
     expect(new Set(ids).size).toBe(4);
     expect(await server.admin('GET', '/admin/v1/webhooks/deliveries?limit=abc')).toMatchObject({ status: 400 });
+    // limit=0 is refused like on every other listing (issue 13, item 9), not answered with an empty page.
+    expect(await server.admin('GET', '/admin/v1/webhooks/deliveries?limit=0')).toMatchObject({
+      status: 400,
+      body: { error: 'limit must be a positive integer' },
+    });
+    expect(await server.admin('GET', '/admin/v1/webhooks/deliveries?limit=000')).toMatchObject({ status: 400 });
     expect(await server.admin('GET', '/admin/v1/webhooks/deliveries?cursor=xyz')).toMatchObject({ status: 400 });
     const unknown = await server.admin('GET', `/admin/v1/webhooks/deliveries?clientId=${randomId('cli')}`);
     expect(unknown.body.payload).toEqual({ data: [], hasMore: false, nextCursor: null });

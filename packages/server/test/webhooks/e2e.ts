@@ -33,7 +33,7 @@ export function eventOf(req: ReceivedRequest): {
 export async function waitFor<T>(
   fn: () => Promise<T | undefined | false> | T | undefined | false,
   what: string,
-  timeoutMs = 15_000,
+  timeoutMs = 30_000,
 ): Promise<T> {
   const deadline = Date.now() + timeoutMs;
   for (;;) {

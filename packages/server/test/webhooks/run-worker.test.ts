@@ -56,7 +56,8 @@ describe('runWorker', () => {
     const started = Date.now();
     controller.abort();
     await done;
-    expect(Date.now() - started).toBeLessThan(500);
+    // Far below the 60 s idle sleep it was in, with room for a loaded machine.
+    expect(Date.now() - started).toBeLessThan(5000);
     expect(inFlight).toBe(false);
     expect(finishedSteps).toBe(1);
   });
@@ -64,30 +65,46 @@ describe('runWorker', () => {
   it('logs a thrown error, backs off with growing pauses, and resets after a success', async () => {
     const controller = new AbortController();
     const logger = memoryLogger();
-    const times: number[] = [];
+    // The pauses are recorded, not timed: what the loop asked to wait is exact whatever the machine's load.
+    const timeline: string[] = [];
     let n = 0;
-    const started = Date.now();
     await runWorker(
       'flaky',
       async () => {
-        times.push(Date.now() - started);
         n++;
+        timeline.push(`step ${n}`);
         if (n <= 3) throw new Error(`boom ${n}`);
         if (n === 4) return 'ok';
         controller.abort();
         return undefined;
       },
-      { idleMs: 20, signal: controller.signal, logger, maxErrorBackoffMs: 10_000 },
+      {
+        idleMs: 20,
+        signal: controller.signal,
+        logger,
+        maxErrorBackoffMs: 10_000,
+        sleep: async (ms) => {
+          timeline.push(`pause ${ms}`);
+        },
+      },
     );
     const errors = logger.lines.filter((l) => l.level === 'error');
     expect(errors).toHaveLength(3);
     expect(errors.map((e) => (e.obj as { pauseMs: number }).pauseMs)).toEqual([100, 200, 400]);
     expect((errors[0]!.obj as { err: Error; worker: string }).err.message).toBe('boom 1');
     expect((errors[0]!.obj as { worker: string }).worker).toBe('flaky');
-    expect(times[1]! - times[0]!).toBeGreaterThanOrEqual(90);
-    expect(times[3]! - times[2]!).toBeGreaterThanOrEqual(390);
-    // After the success the next step follows at once.
-    expect(times[4]! - times[3]!).toBeLessThan(90);
+    // Growing pauses after each error; after the success the next step follows at once; idle once there is no work.
+    expect(timeline).toEqual([
+      'step 1',
+      'pause 100',
+      'step 2',
+      'pause 200',
+      'step 3',
+      'pause 400',
+      'step 4',
+      'step 5',
+      'pause 20',
+    ]);
   });
 
   it('caps the error pause', async () => {
@@ -130,6 +147,6 @@ describe('runWorker', () => {
     t = Date.now();
     setTimeout(() => controller.abort(), 20);
     await sleep(10_000, controller.signal);
-    expect(Date.now() - t).toBeLessThan(1000);
+    expect(Date.now() - t).toBeLessThan(5000);
   });
 });

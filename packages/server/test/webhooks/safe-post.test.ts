@@ -139,7 +139,7 @@ describe('safe post: bounds', () => {
     expect(result).toMatchObject({ ok: false, errorKind: 'timeout' });
     expect(result.statusCode).toBeUndefined();
     expect(result.durationMs).toBeGreaterThanOrEqual(250);
-    expect(result.durationMs).toBeLessThan(3000);
+    expect(result.durationMs).toBeLessThan(15_000);
   });
 
   it('bounds a receiver that answers its headers and then trickles the body', async () => {
@@ -151,7 +151,7 @@ describe('safe post: bounds', () => {
     const started = Date.now();
     const result = await poster({ allowInsecure: true, timeoutMs: 400 }).post(event(receiver.url));
     expect(result).toMatchObject({ ok: false, statusCode: 500, errorKind: 'timeout' });
-    expect(Date.now() - started).toBeLessThan(3000);
+    expect(Date.now() - started).toBeLessThan(15_000);
   });
 });
 

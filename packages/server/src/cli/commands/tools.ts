@@ -61,6 +61,8 @@ export async function worker(ctx: CommandContext): Promise<unknown> {
   const { createLogger } = await import('../../logger.ts');
   const { sandboxAdminToken } = await import('../../sandbox/admin-token.ts');
   const { runWorkersOnly } = await import('../../worker-main.ts');
+  const { DataDirLockedError, PROCESS_UMASK } = await import('../../db/data-dir.ts');
+  process.umask(PROCESS_UMASK);
   let config: ReturnType<typeof loadConfig>;
   try {
     config = loadConfig(ctx.io.env);
@@ -71,12 +73,26 @@ export async function worker(ctx: CommandContext): Promise<unknown> {
   const adminToken = config.adminToken ?? (await sandboxAdminToken(config.dataDir)).token;
   const { logDestination } = await import('../../log-output.ts');
   const logger = createLogger(config.logLevel, logDestination());
-  const db = await openDatabase({
-    databaseUrl: config.databaseUrl,
-    dataDir: config.dataDir,
-    progress: (message, fields) => logger.info(fields ?? {}, message),
-  });
-  const running = await runWorkersOnly({ config: { ...config, adminToken }, db, logger });
+  let db: Awaited<ReturnType<typeof openDatabase>>;
+  try {
+    db = await openDatabase({
+      databaseUrl: config.databaseUrl,
+      dataDir: config.dataDir,
+      progress: (message, fields) => logger.info(fields ?? {}, message),
+    });
+  } catch (err) {
+    if (err instanceof DataDirLockedError) throw new UsageError(err.message);
+    throw err;
+  }
+  const { MasterKeyError } = await import('../../webhooks/master-key.ts');
+  let running: Awaited<ReturnType<typeof runWorkersOnly>>;
+  try {
+    running = await runWorkersOnly({ config: { ...config, adminToken }, db, logger });
+  } catch (err) {
+    await db.close();
+    if (err instanceof MasterKeyError) throw new UsageError(`webhook master key: ${err.message}`);
+    throw err;
+  }
   ctx.note(`workers running (${config.env}, ${db.kind} database); Ctrl-C stops`);
   await new Promise<void>((resolve) => {
     if (ctx.io.signal.aborted) resolve();

@@ -2,7 +2,7 @@ import type { FastifyInstance } from 'fastify';
 import type { Db } from '../../db/db.ts';
 import { sendPayload } from '../../http/envelope.ts';
 import { httpError } from '../../http/errors.ts';
-import { isoTime, parsePositiveMinor } from '../../shared/money.ts';
+import { isoTime, MAX_FUNDING_MINOR, parsePositiveMinor } from '../../shared/money.ts';
 import type { SandboxBank } from './bank.ts';
 import type { SandboxBankLine } from './lines.ts';
 
@@ -43,6 +43,9 @@ export function registerSandboxBankAdminRoutes(app: FastifyInstance, deps: { ban
       const amountMinor = parsePositiveMinor(body['amountMinor']);
       if (amountMinor === null)
         throw httpError(400, 'amountMinor must be a string holding a positive integer of minor units');
+      // A simulated bank line is bounded like a funding: the bigint column is not the bound.
+      if (amountMinor > MAX_FUNDING_MINOR)
+        throw httpError(400, `amountMinor must be at most ${MAX_FUNDING_MINOR} minor units`);
       const reference = body['reference'];
       if (typeof reference !== 'string' || reference === '') throw httpError(400, 'reference is required');
       const currency = body['currency'] ?? 'VES';
