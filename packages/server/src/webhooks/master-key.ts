@@ -1,5 +1,5 @@
 import { createCipheriv, createDecipheriv, randomBytes } from 'node:crypto';
-import { chmod, mkdir, readFile, writeFile } from 'node:fs/promises';
+import { chmod, link, mkdir, readFile, rm, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 
 /**
@@ -39,15 +39,21 @@ export async function loadOrCreateMasterKey(dataDir: string): Promise<Buffer> {
   }
   await mkdir(path.dirname(file), { recursive: true, mode: 0o700 });
   const key = randomBytes(MASTER_KEY_BYTES);
+  // The key is written whole under a private name and then linked into place: link fails with EEXIST when another
+  // process got there first, and the name never points at a file still being written (with writeFile 'wx' a
+  // concurrent first start could read the new file while it was still empty).
+  const draft = `${file}.${process.pid}.${randomBytes(6).toString('hex')}`;
   try {
-    // wx: two processes starting together must not overwrite each other's key; the loser reads the winner's.
-    await writeFile(file, `${key.toString('base64')}\n`, { mode: 0o600, flag: 'wx' });
+    await writeFile(draft, `${key.toString('base64')}\n`, { mode: 0o600, flag: 'wx' });
     // The mode given to writeFile is filtered by the umask; make owner-only explicit.
-    await chmod(file, 0o600);
+    await chmod(draft, 0o600);
+    await link(draft, file);
     return key;
   } catch (err) {
     if ((err as NodeJS.ErrnoException).code !== 'EEXIST') throw err;
     return decode(await readFile(file, 'utf8'), file);
+  } finally {
+    await rm(draft, { force: true });
   }
 }
 

@@ -1,9 +1,26 @@
 import { randomBytes } from 'node:crypto';
-import { mkdtemp, readFile, rm, stat, writeFile } from 'node:fs/promises';
+import { mkdtemp, readdir, readFile, rm, stat, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
-import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 import { loadOrCreateMasterKey, MasterKeyError, masterKeyPath, open, seal } from '../../src/webhooks/master-key.ts';
+
+let slowExclusiveWrites = false;
+vi.mock('node:fs/promises', async (importOriginal) => {
+  const fs = await importOriginal<typeof import('node:fs/promises')>();
+  const writeFile: typeof fs.writeFile = async (file, data, options) => {
+    const flag = typeof options === 'object' && options !== null ? options.flag : undefined;
+    if (!slowExclusiveWrites || flag !== 'wx') return fs.writeFile(file, data, options);
+    const handle = await fs.open(file as string, 'wx', 0o600);
+    try {
+      await new Promise((resolve) => setTimeout(resolve, 30));
+      await handle.writeFile(data as string);
+    } finally {
+      await handle.close();
+    }
+  };
+  return { ...fs, default: { ...fs, writeFile }, writeFile };
+});
 
 let dataDir: string;
 beforeEach(async () => {
@@ -25,9 +42,17 @@ describe('loadOrCreateMasterKey', () => {
     expect((await loadOrCreateMasterKey(dataDir)).equals(first)).toBe(true);
   });
 
-  it('two concurrent first starts agree on one key', async () => {
-    const keys = await Promise.all([1, 2, 3, 4].map(() => loadOrCreateMasterKey(dataDir)));
-    for (const k of keys) expect(k.equals(keys[0]!)).toBe(true);
+  it('concurrent first starts agree on one key and never read a half-written file', async () => {
+    // A slow disk: an exclusive create leaves the file empty for a while before its bytes land, the window in
+    // which another first start could open it and find no key.
+    slowExclusiveWrites = true;
+    try {
+      const keys = await Promise.all(Array.from({ length: 4 }, () => loadOrCreateMasterKey(dataDir)));
+      for (const k of keys) expect(k.equals(keys[0]!)).toBe(true);
+      expect(await readdir(path.dirname(masterKeyPath(dataDir)))).toEqual(['webhook-master.key']);
+    } finally {
+      slowExclusiveWrites = false;
+    }
   });
 
   it('refuses a file that does not hold 32 bytes', async () => {
