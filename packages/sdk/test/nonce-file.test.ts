@@ -59,15 +59,22 @@ describe('createFileNonceGenerator', () => {
 
   it('keeps a lock held past staleMs fresh, so a waiting process does not break it', async () => {
     const statePath = fresh();
-    const a = createFileNonceGenerator({ statePath, fsync: false, staleLockMs: 60 });
-    const b = createFileNonceGenerator({ statePath, fsync: false, staleLockMs: 60 });
+    // staleMs well above the event-loop delays of a loaded machine, the hold well past it.
+    const a = createFileNonceGenerator({ statePath, fsync: false, staleLockMs: 400 });
+    const b = createFileNonceGenerator({ statePath, fsync: false, staleLockMs: 400 });
     const order: string[] = [];
+    let held!: () => void;
+    const holding = new Promise<void>((r) => {
+      held = r;
+    });
     const write = a.exclusive!(async (next) => {
       await next();
-      await new Promise((r) => setTimeout(r, 300));
+      held();
+      await new Promise((r) => setTimeout(r, 1_500));
       order.push('write answered');
     });
-    await new Promise((r) => setTimeout(r, 10));
+    // b asks only once a holds the lock (not after a guessed delay, which a loaded machine can outrun).
+    await holding;
     await b.next();
     order.push('read');
     await write;

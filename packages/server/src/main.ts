@@ -1,6 +1,6 @@
 import { ConfigError, loadConfig } from './config.ts';
-import { DataDirLockedError, PROCESS_UMASK } from './db/data-dir.ts';
-import { openDatabase } from './db/open.ts';
+import { PROCESS_UMASK } from './db/data-dir.ts';
+import { openForProcess } from './db/open.ts';
 import { logDestination } from './log-output.ts';
 import { createLogger } from './logger.ts';
 import { sandboxAdminToken } from './sandbox/admin-token.ts';
@@ -46,17 +46,7 @@ async function main(): Promise<void> {
     logger.warn('production on the embedded database: an OS crash or power loss can lose acknowledged writes');
   }
 
-  let db: Awaited<ReturnType<typeof openDatabase>>;
-  try {
-    db = await openDatabase({
-      databaseUrl: config.databaseUrl,
-      dataDir: config.dataDir,
-      progress: (message, fields) => logger.info(fields ?? {}, message),
-    });
-  } catch (err) {
-    if (err instanceof DataDirLockedError) refuse(EXIT_SETTINGS, err.message);
-    throw err;
-  }
+  const db = await openForProcess(config, logger, (message) => refuse(EXIT_SETTINGS, message));
   let running: Awaited<ReturnType<typeof start>>;
   try {
     running = await start({ config: { ...config, adminToken }, db, logger });

@@ -1,6 +1,6 @@
 import { mkdir } from 'node:fs/promises';
 import path from 'node:path';
-import { DATA_DIR_MODE, lockDataDir, secureDataDir } from './data-dir.ts';
+import { DATA_DIR_MODE, DataDirLockedError, lockDataDir, secureDataDir } from './data-dir.ts';
 import type { Db } from './db.ts';
 import { createEmbeddedDb } from './embedded.ts';
 import { migrate } from './migrate.ts';
@@ -60,4 +60,26 @@ export async function openDatabase(options: {
     throw err;
   }
   return db;
+}
+
+/**
+ * The database of a starting process (the service, the worker command), its progress in the log. A data directory
+ * another process holds is the operator's setting to change, not a crash: it goes to `refuse`, which answers as the
+ * caller does (an exit status, a usage error).
+ */
+export async function openForProcess(
+  config: { databaseUrl: string | null; dataDir: string | null },
+  logger: { info(fields: object, message: string): void },
+  refuse: (message: string) => never,
+): Promise<Db> {
+  try {
+    return await openDatabase({
+      databaseUrl: config.databaseUrl,
+      dataDir: config.dataDir,
+      progress: (message, fields) => logger.info(fields ?? {}, message),
+    });
+  } catch (err) {
+    if (err instanceof DataDirLockedError) refuse(err.message);
+    throw err;
+  }
 }

@@ -3,6 +3,7 @@ import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { collectLines } from '../support/child-lines.ts';
 
 /**
  * `dispersa` as a child process, the way a user runs it. Always spawned asynchronously: the service under test
@@ -100,52 +101,15 @@ export interface RunningCli {
 
 export function startCli(args: readonly string[], options: { env: CliEnv; cwd?: string }): RunningCli {
   const child = spawnCli(args, options);
-  const lines = { stdout: [] as string[], stderr: [] as string[] };
-  const waiters: { stream: 'stdout' | 'stderr'; pattern: RegExp; resolve: (line: string) => void }[] = [];
-  const exited = new Promise<number | null>((resolve) => child.on('close', (code) => resolve(code)));
-  for (const stream of ['stdout', 'stderr'] as const) {
-    let partial = '';
-    child[stream]!.setEncoding('utf8').on('data', (chunk: string) => {
-      partial += chunk;
-      const parts = partial.split('\n');
-      partial = parts.pop()!;
-      for (const line of parts) {
-        lines[stream].push(line);
-        for (const w of [...waiters]) {
-          if (w.stream === stream && w.pattern.test(line)) {
-            waiters.splice(waiters.indexOf(w), 1);
-            w.resolve(line);
-          }
-        }
-      }
-    });
-  }
+  const lines = collectLines(child);
   return {
     child,
     stdoutLines: lines.stdout,
     stderrLines: lines.stderr,
-    waitFor(stream, pattern, timeoutMs = 45_000) {
-      const seen = lines[stream].find((l) => pattern.test(l));
-      if (seen !== undefined) return Promise.resolve(seen);
-      return new Promise((resolve, reject) => {
-        const timer = setTimeout(() => {
-          reject(
-            new Error(`no ${stream} line matching ${pattern} within ${timeoutMs} ms:\n${lines[stream].join('\n')}`),
-          );
-        }, timeoutMs);
-        waiters.push({
-          stream,
-          pattern,
-          resolve: (line) => {
-            clearTimeout(timer);
-            resolve(line);
-          },
-        });
-      });
-    },
+    waitFor: lines.waitFor,
     async stop() {
       if (child.exitCode === null && child.signalCode === null) child.kill('SIGTERM');
-      return exited;
+      return lines.exited;
     },
   };
 }

@@ -1,5 +1,6 @@
 import { type ChildProcess, spawn } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
+import { collectLines } from '../support/child-lines.ts';
 
 /**
  * The service as an operator runs it: `node --import tsx packages/server/src/main.ts` in its own process, with only
@@ -26,54 +27,13 @@ export function startService(env: Record<string, string>): ServiceProcess {
     env: { PATH: process.env['PATH'], ...env },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
-  const lines = { stdout: [] as string[], stderr: [] as string[] };
-  const waiters: { stream: 'stdout' | 'stderr'; pattern: RegExp; resolve: (line: string) => void }[] = [];
-  const exited = new Promise<number | null>((resolve) => child.on('close', (code) => resolve(code)));
-  for (const stream of ['stdout', 'stderr'] as const) {
-    let partial = '';
-    child[stream]!.setEncoding('utf8').on('data', (chunk: string) => {
-      partial += chunk;
-      const parts = partial.split('\n');
-      partial = parts.pop()!;
-      for (const line of parts) {
-        lines[stream].push(line);
-        for (const w of [...waiters]) {
-          if (w.stream === stream && w.pattern.test(line)) {
-            waiters.splice(waiters.indexOf(w), 1);
-            w.resolve(line);
-          }
-        }
-      }
-    });
-  }
+  const lines = collectLines(child);
   return {
     child,
     stdout: lines.stdout,
     stderr: lines.stderr,
-    exited,
-    waitFor(stream, pattern, timeoutMs = 45_000) {
-      const seen = lines[stream].find((l) => pattern.test(l));
-      if (seen !== undefined) return Promise.resolve(seen);
-      return new Promise((resolve, reject) => {
-        const timer = setTimeout(() => {
-          reject(
-            new Error(`no ${stream} line matching ${pattern}:\n${lines.stdout.join('\n')}\n${lines.stderr.join('\n')}`),
-          );
-        }, timeoutMs);
-        void exited.then(() => {
-          clearTimeout(timer);
-          reject(new Error(`exited before a ${stream} line matched ${pattern}:\n${lines.stderr.join('\n')}`));
-        });
-        waiters.push({
-          stream,
-          pattern,
-          resolve: (line) => {
-            clearTimeout(timer);
-            resolve(line);
-          },
-        });
-      });
-    },
+    exited: lines.exited,
+    waitFor: lines.waitFor,
     logs() {
       return lines.stdout.map((l) => {
         try {

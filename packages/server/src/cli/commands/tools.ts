@@ -57,11 +57,11 @@ export async function bankSim(ctx: CommandContext): Promise<unknown> {
 /** The background loops alone, with the service's own configuration (the same variables as `npm start`). */
 export async function worker(ctx: CommandContext): Promise<unknown> {
   const { ConfigError, loadConfig } = await import('../../config.ts');
-  const { openDatabase } = await import('../../db/open.ts');
+  const { openForProcess } = await import('../../db/open.ts');
   const { createLogger } = await import('../../logger.ts');
   const { sandboxAdminToken } = await import('../../sandbox/admin-token.ts');
   const { runWorkersOnly } = await import('../../worker-main.ts');
-  const { DataDirLockedError, PROCESS_UMASK } = await import('../../db/data-dir.ts');
+  const { PROCESS_UMASK } = await import('../../db/data-dir.ts');
   process.umask(PROCESS_UMASK);
   let config: ReturnType<typeof loadConfig>;
   try {
@@ -73,17 +73,9 @@ export async function worker(ctx: CommandContext): Promise<unknown> {
   const adminToken = config.adminToken ?? (await sandboxAdminToken(config.dataDir)).token;
   const { logDestination } = await import('../../log-output.ts');
   const logger = createLogger(config.logLevel, logDestination());
-  let db: Awaited<ReturnType<typeof openDatabase>>;
-  try {
-    db = await openDatabase({
-      databaseUrl: config.databaseUrl,
-      dataDir: config.dataDir,
-      progress: (message, fields) => logger.info(fields ?? {}, message),
-    });
-  } catch (err) {
-    if (err instanceof DataDirLockedError) throw new UsageError(err.message);
-    throw err;
-  }
+  const db = await openForProcess(config, logger, (message) => {
+    throw new UsageError(message);
+  });
   const { MasterKeyError } = await import('../../webhooks/master-key.ts');
   let running: Awaited<ReturnType<typeof runWorkersOnly>>;
   try {
