@@ -70,7 +70,13 @@ export function createBatcher<I, O>(options: BatcherOptions<I, O>): Batcher<I, O
       return new Promise<O>((resolve, reject) => {
         const lane = laneOf(laneKey);
         lane.queue.push({ item, resolve, reject });
-        if (!lane.running) void drive(lane);
+        if (!lane.running) {
+          lane.running = true;
+          // An idle lane starts after the current turn of the event loop, so every request that reached this point
+          // in the same turn (parsed from the same read of the sockets) shares the first batch: on the embedded
+          // database, whose statements hold the thread, the next batch would otherwise start with one.
+          setImmediate(() => void drive(lane));
+        }
       });
     },
     drained() {
