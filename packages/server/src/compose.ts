@@ -3,6 +3,7 @@ import type { Logger } from 'pino';
 import { registerClientAdminRoutes } from './admin/clients-routes.ts';
 import { createApiKeyService } from './auth/api-keys.ts';
 import { createAuthenticator } from './auth/authenticate.ts';
+import { settleDeferredNonce } from './auth/deferred-nonce.ts';
 import { createNonceStore } from './auth/nonce-store.ts';
 import { type BeneficiaryDomain, createBeneficiaryDomain } from './beneficiaries/domain.ts';
 import type { Config } from './config.ts';
@@ -103,6 +104,7 @@ export async function compose(options: {
   const publicApp = await createPublicApp({
     logger,
     authenticate,
+    settleNonce: (deferred) => settleDeferredNonce(nonces, deferred),
     version: SERVICE_VERSION,
     onResponse: requestObserver(metrics, 'public'),
     routes: (app) => {

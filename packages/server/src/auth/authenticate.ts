@@ -1,12 +1,14 @@
 import type { Environment } from '../config.ts';
 import { type ApiKeyService, KEY_PREFIX } from './api-keys.ts';
+import { type DeferredNonce, nonceFailure } from './deferred-nonce.ts';
 import { buildEnvelope, verifyEnvelope } from './envelope.ts';
-import type { NonceStore } from './nonce-store.ts';
+import { NONCE_FORMAT, type NonceStore } from './nonce-store.ts';
 
 /**
  * The authentication steps of a signed request, in the spec's order, after the content-type check:
  * headers present (x-api-key, x-nonce, x-signature, one at a time) → environment prefix → key lookup →
- * signature → nonce. The nonce is consumed only once the signature verified.
+ * signature → nonce. The nonce is consumed only once the signature verified; on a route that defers it
+ * (deferred-nonce.ts) only its form is checked here and the route's transaction consumes it.
  */
 
 export interface AuthContext {
@@ -15,6 +17,8 @@ export interface AuthContext {
   clientCurrency: string;
   environment: Environment;
   fingerprint: string;
+  /** Present when the route consumes the nonce in its own transaction (deferred-nonce.ts). */
+  deferredNonce?: DeferredNonce;
 }
 
 export interface SignedRequest {
@@ -25,6 +29,11 @@ export interface SignedRequest {
   body: Buffer;
   /** Whether the idempotency slot of the envelope carries the idempotency-key header on this route. */
   idempotencySlot: boolean;
+  /**
+   * 'transaction': the route consumes the (strict) nonce in its own transaction; 'overlap': a read, whose nonce is
+   * flushed while it runs (deferred-nonce.ts). Absent: the nonce is consumed before the route runs.
+   */
+  deferNonce?: 'transaction' | 'overlap';
 }
 
 export type AuthResult = { ok: true; context: AuthContext } | { ok: false; status: 401; error: string };
@@ -71,9 +80,22 @@ export function createAuthenticator(deps: { environment: Environment; keys: ApiK
     });
     if (!verifyEnvelope(envelope, signature, key.publicKey)) return fail('bad signature');
 
-    const verdict = await deps.nonces.consume(key.keyId, nonce, STRICT_METHODS.has(req.method.toUpperCase()));
-    if (verdict === 'inactive') return fail('api key is inactive');
-    if (verdict === 'replay') return fail('nonce replay');
+    let deferredNonce: DeferredNonce | undefined;
+    if (req.deferNonce === 'transaction') {
+      // A nonce that could never be above a mark is a replay whatever the mark; nothing to defer.
+      if (!NONCE_FORMAT.test(nonce)) return fail('nonce replay');
+      deferredNonce = { keyId: key.keyId, nonce, settled: false };
+    } else if (req.deferNonce === 'overlap') {
+      const started = deps.nonces.consume(key.keyId, nonce, STRICT_METHODS.has(req.method.toUpperCase()));
+      // Awaited before the answer leaves (onSend); never an unhandled rejection should the request end otherwise.
+      started.catch(() => {});
+      deferredNonce = { keyId: key.keyId, nonce, settled: false, started };
+    } else {
+      const failure = nonceFailure(
+        await deps.nonces.consume(key.keyId, nonce, STRICT_METHODS.has(req.method.toUpperCase())),
+      );
+      if (failure !== null) return fail(failure);
+    }
 
     return {
       ok: true,
@@ -83,6 +105,7 @@ export function createAuthenticator(deps: { environment: Environment; keys: ApiK
         clientCurrency: key.clientCurrency,
         environment: key.environment,
         fingerprint: key.fingerprint,
+        ...(deferredNonce && { deferredNonce }),
       },
     };
   };

@@ -43,6 +43,26 @@ export function isRetryableTxError(err: unknown): boolean {
   return code === '40001' || code === '40P01';
 }
 
+/**
+ * One statement as its own transaction (no BEGIN/COMMIT round trips), retried on serialization failure or deadlock
+ * as tx is: a statement that failed left nothing behind, so running it again is safe.
+ */
+export async function statementRetrying<R>(
+  db: Queryable,
+  sql: string,
+  params: readonly unknown[],
+  retries = 5,
+): Promise<QueryResult<R>> {
+  for (let attempt = 0; ; attempt++) {
+    try {
+      return await db.query<R>(sql, params);
+    } catch (err) {
+      if (attempt < retries && isRetryableTxError(err)) continue;
+      throw err;
+    }
+  }
+}
+
 export function isUniqueViolation(err: unknown, constraint?: string): boolean {
   const e = err as { code?: unknown; constraint?: unknown } | null;
   if (e?.code !== '23505') return false;

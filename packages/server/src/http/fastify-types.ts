@@ -8,6 +8,8 @@ declare module 'fastify' {
     bodyRoute?: boolean;
     /** POST /v2/payments and /v2/quotes: the idempotency-key header fills slot 4 of the envelope. */
     idempotencySlot?: boolean;
+    /** POST /v2/payments: the nonce is consumed by the route's own transaction (auth/deferred-nonce.ts). */
+    deferNonce?: 'transaction';
     /**
      * Operator listener: who may call the route. Absent: the admin token. 'metrics': the admin token or the
      * read-only metrics token. 'open': no token (probes, and the console's static files, which hold no data).

@@ -4,6 +4,7 @@ import { Type } from '@sinclair/typebox';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { Logger } from 'pino';
 import type { Authenticator } from '../auth/authenticate.ts';
+import type { DeferredNonce } from '../auth/deferred-nonce.ts';
 import { buildFastify } from './build-fastify.ts';
 import { httpError } from './errors.ts';
 import { enforceInputRules } from './input-rules.ts';
@@ -16,6 +17,8 @@ export const REFERENCE_PATH = '/docs';
 export interface PublicAppOptions {
   logger: Logger;
   authenticate: Authenticator;
+  /** Consumes a deferred nonce no transaction applied; the 401 text that replaces the answer, or null. */
+  settleNonce: (deferred: DeferredNonce) => Promise<string | null>;
   version: string;
   onResponse?: (request: FastifyRequest, reply: FastifyReply) => void;
   /** Registers the domain routes; each domain owns its own plugin. */
@@ -77,10 +80,29 @@ export async function createPublicApp(options: PublicAppOptions): Promise<Fastif
       headers: request.headers,
       body: rawBodyOf(request),
       idempotencySlot: config.idempotencySlot === true,
+      // A signed GET reads while its nonce is flushed (auth/deferred-nonce.ts): reads change nothing.
+      deferNonce: config.deferNonce ?? (request.method === 'GET' ? 'overlap' : undefined),
     });
     if (!result.ok) throw httpError(result.status, result.error);
     request.auth = result.context;
     if (config.bodyRoute) parseJsonObjectBody(request);
+  });
+  // A deferred nonce the route's transaction did not consume is consumed before any answer leaves; a replay then
+  // answers 401, as it would have before the body was looked at (auth/deferred-nonce.ts).
+  app.addHook('onSend', async (request, reply, payload) => {
+    const deferred = request.auth?.deferredNonce;
+    if (deferred === undefined || deferred.settled) return payload;
+    let failure: string | null;
+    try {
+      failure = await options.settleNonce(deferred);
+    } catch (err) {
+      request.log.error({ err }, 'could not consume the nonce of the request');
+      void reply.code(500);
+      return JSON.stringify({ error: 'internal error' });
+    }
+    if (failure === null) return payload;
+    void reply.code(401).removeHeader('location').type('application/json; charset=utf-8');
+    return JSON.stringify({ error: failure });
   });
   // After authentication (a stranger learns nothing about ids) and before schema validation and the handler.
   app.addHook('preValidation', async (request) => enforceInputRules(request));

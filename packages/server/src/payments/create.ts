@@ -26,7 +26,10 @@ export type Refusal =
   | { reason: 'quote_not_found' }
   | { reason: 'quote_amount_mismatch'; targetAmountMinor: bigint }
   | { reason: 'quote_used' }
-  | { reason: 'no_rate'; currency: string };
+  | { reason: 'no_rate'; currency: string }
+  /** The deferred nonce, consumed first by the reserve transaction, was a replay, or the key was deactivated. */
+  | { reason: 'nonce_replay' }
+  | { reason: 'key_inactive' };
 
 /** The answer of the payment path to one request, in domain terms. */
 export type CreateResult =
@@ -40,6 +43,8 @@ export interface ReserveItem {
   client: string;
   key: string;
   idem: string;
+  /** The request's nonce when its route defers it to this transaction (auth/deferred-nonce.ts); consumed first. */
+  nonce: string | null;
   fingerprint: string;
   amountMinor: string;
   rail: string;
@@ -118,6 +123,7 @@ export async function preparePayment(
       client: auth.clientId,
       key: auth.keyId,
       idem: idempotencyKey,
+      nonce: auth.deferredNonce?.nonce ?? null,
       fingerprint: paymentFingerprint({ amountMinor: request.amountMinor, destination, quoteId: request.quoteId }),
       amountMinor: request.amountMinor.toString(),
       rail: destination.rail,

@@ -1,6 +1,6 @@
 import type { Queryable } from '../db/db.ts';
 import type { Clock } from '../shared/clock.ts';
-import { enqueueEvents } from '../webhooks/outbox.ts';
+import { enqueueEvent, type NewEvent } from '../webhooks/outbox.ts';
 import type { PaymentState, PaymentStateChangedData } from './model.ts';
 import { type Payment, toPublicPayment } from './repository.ts';
 
@@ -14,30 +14,22 @@ export async function recordPaymentEvent(
   payment: Payment,
   previousState: PaymentState | null,
 ): Promise<string> {
-  const [id] = await recordPaymentEvents(q, clock, [{ payment, previousState }]);
-  return id!;
+  return (await enqueueEvent(q, paymentEvent(payment, previousState, clock.now()))).id;
 }
 
-/** The events of a batch of state changes, in one statement, in the order given. */
-export async function recordPaymentEvents(
-  q: Queryable,
-  clock: Clock,
-  changes: readonly { payment: Payment; previousState: PaymentState | null }[],
-): Promise<string[]> {
-  const createdAt = clock.now();
-  const queued = await enqueueEvents(
-    q,
-    changes.map(({ payment, previousState }) => {
-      const data: PaymentStateChangedData = { payment: toPublicPayment(payment), previousState };
-      return {
-        clientId: payment.clientId,
-        type: 'payment.state_changed' as const,
-        test: false,
-        paymentId: payment.id,
-        createdAt,
-        data,
-      };
-    }),
-  );
-  return queued.map((e) => e.id);
+/** The outbox event of a payment now in its state (rendered by the outbox, written by the caller's statement). */
+export function paymentEvent(
+  payment: Payment,
+  previousState: PaymentState | null,
+  createdAt: Date,
+): NewEvent & { data: PaymentStateChangedData } {
+  const data: PaymentStateChangedData = { payment: toPublicPayment(payment), previousState };
+  return {
+    clientId: payment.clientId,
+    type: 'payment.state_changed',
+    test: false,
+    paymentId: payment.id,
+    createdAt,
+    data,
+  };
 }

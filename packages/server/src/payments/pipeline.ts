@@ -15,8 +15,9 @@ import { reserveBatch } from './reserve.ts';
  * POST /v2/payments as a pipeline of batches (group commit in the application):
  *
  *   prepare   per request, no lock: body rules, destination, fingerprint, rate          (create.ts)
- *   reserve   per batch, one transaction: reused key, archive, quote, rules against running totals, hold,
- *             payment row with its rail reference, events of payments failed at once   (reserve.ts)
+ *   reserve   per batch, one transaction: the nonce (auth/deferred-nonce.ts), reused key, archive, quote,
+ *             rules against running totals, hold, payment row with its rail reference, events of payments
+ *             failed at once                                                            (reserve.ts)
  *   dispatch  per batch, no transaction: the rail gets the batch's processing payments  (dispatch.ts)
  *   book      per batch, one transaction: each outcome with its ledger effect and event  (book.ts)
  *
@@ -89,6 +90,8 @@ export function createPaymentPipeline(deps: PipelineDeps): PaymentPipeline {
       const prepared = await preparePayment(deps, auth, idempotencyKey, body);
       if (prepared.kind === 'refused') return prepared;
       const reserved = await reserve.add(prepared.item, auth.clientId);
+      // The batch committed: it applied the nonce (or found it a replay) before deciding anything else.
+      if (auth.deferredNonce) auth.deferredNonce.settled = true;
       if (reserved.kind !== 'created' || reserved.payment.state !== 'processing') return reserved;
       return { kind: 'created', payment: await dispatch.add(reserved.payment, auth.clientId) };
     },

@@ -1,19 +1,37 @@
 import type { RailCode } from '../config.ts';
-import type { Db } from '../db/db.ts';
+import { type Db, statementRetrying } from '../db/db.ts';
 import type { DocType } from '../rails/rail.ts';
 import type { BatchResult } from '../shared/batcher.ts';
 import type { Clock } from '../shared/clock.ts';
+import { renderEvent } from '../webhooks/outbox.ts';
 import type { CreateResult, ReserveItem } from './create.ts';
-import { recordPaymentEvents } from './events.ts';
+import { paymentEvent } from './events.ts';
 import type { PaymentState, SubStatus } from './model.ts';
 import { findPaymentsByIds, type Payment } from './repository.ts';
 import type { RuleViolation } from './rules.ts';
 
 /**
- * The reserve phase of a batch: one call of reserve_payments (migration 0013) decides every item in arrival order
- * under locks taken in one fixed order, creates the payments with their holds, allowance and quote use, and the
- * events of those that failed at once are written in the same transaction: one commit for the batch.
+ * The reserve phase of a batch: one call of reserve_payments (migrations 0013, 0021) consumes the nonces, decides
+ * every item in arrival order under locks taken in one fixed order, creates the payments with their holds,
+ * allowance and quote use, and writes the event of each payment that failed at once: one statement, so one round
+ * trip and one commit for the batch.
+ *
+ * The event of a payment that fails at once is rendered here before the call, from the request, with a
+ * placeholder for each value only the function decides (FAILED_EVENT_SLOTS); the function fills them in.
  */
+
+/**
+ * Placeholders in a failed payment's event body, as JSON strings. Each holds U+0001, which JSON renders escaped
+ * and which no accepted request value can hold (http/input-rules.ts refuses control characters), so a placeholder
+ * can never be met inside a value of the request. reserve_payments (migration 0021) replaces each with the JSON
+ * of its value.
+ */
+const SLOT = {
+  id: '\u0001id',
+  subStatus: '\u0001subStatus',
+  failureCode: '\u0001failureCode',
+  sourceAmountMinor: '\u0001sourceAmountMinor',
+} as const;
 
 interface VerdictRow {
   idx: number;
@@ -24,6 +42,8 @@ interface VerdictRow {
     | 'quote_amount_mismatch'
     | 'quote_used'
     | 'no_rate'
+    | 'nonce_replay'
+    | 'key_inactive'
     | 'created';
   payment_id: string | null;
   detail: string | null;
@@ -41,39 +61,53 @@ export async function reserveBatch(
   items: readonly ReserveItem[],
 ): Promise<BatchResult<CreateResult>[]> {
   const at = clock.now();
-  const json = JSON.stringify(items.map((item, i) => ({ i, ...item })));
-  return db.tx(async (q) => {
-    const { rows } = await q.query<VerdictRow>(
-      `SELECT idx, verdict, payment_id, detail, out_seq::text, out_rail_reference, out_state, out_sub_status,
-         out_source_amount_minor::text, out_rate_id
-       FROM reserve_payments($1::jsonb, $2::timestamptz)`,
-      [json, at],
-    );
-    // New payments are known from the request and what the function decided; only replays are read back.
-    const payments = await findPaymentsByIds(
-      q,
-      rows.flatMap((r) => (r.verdict === 'replay' && r.payment_id !== null ? [r.payment_id] : [])),
-    );
-    for (const r of rows) {
-      if (r.verdict === 'created') payments.set(r.payment_id!, createdPayment(r, items[r.idx]!, at));
-    }
-    const failedNow = rows.flatMap((r) => {
-      const p = r.verdict === 'created' ? payments.get(r.payment_id!) : undefined;
-      return p !== undefined && p.state === 'failed' ? [{ payment: p, previousState: null }] : [];
-    });
-    await recordPaymentEvents(q, clock, failedNow);
+  const json = JSON.stringify(items.map((item, i) => ({ i, ...item, failedEvent: failedEventTemplate(item, at) })));
+  const { rows } = await statementRetrying<VerdictRow>(
+    db,
+    `SELECT idx, verdict, payment_id, detail, out_seq::text, out_rail_reference, out_state, out_sub_status,
+       out_source_amount_minor::text, out_rate_id
+     FROM reserve_payments($1::jsonb, $2::timestamptz)`,
+    [json, at],
+  );
+  // New payments are known from the request and what the function decided; only replays are read (committed
+  // before this batch: their keys were taken).
+  const payments = await findPaymentsByIds(
+    db,
+    rows.flatMap((r) => (r.verdict === 'replay' && r.payment_id !== null ? [r.payment_id] : [])),
+  );
+  for (const r of rows) {
+    if (r.verdict === 'created') payments.set(r.payment_id!, createdPayment(r, items[r.idx]!, at));
+  }
+  const results: BatchResult<CreateResult>[] = items.map(() => ({
+    ok: false,
+    error: new Error('reserve_payments gave no verdict'),
+  }));
+  for (const row of rows) {
+    const item = items[row.idx]!;
+    const payment = row.payment_id === null ? undefined : payments.get(row.payment_id);
+    results[row.idx] = { ok: true, value: resultOf(row, item, payment) };
+  }
+  return results;
+}
 
-    const results: BatchResult<CreateResult>[] = items.map(() => ({
-      ok: false,
-      error: new Error('reserve_payments gave no verdict'),
-    }));
-    for (const row of rows) {
-      const item = items[row.idx]!;
-      const payment = row.payment_id === null ? undefined : payments.get(row.payment_id);
-      results[row.idx] = { ok: true, value: resultOf(row, item, payment) };
-    }
-    return results;
-  });
+/** The event of the item's payment should it fail at once, with the function's values left as placeholders. */
+function failedEventTemplate(item: ReserveItem, at: Date): { id: string; body: string } {
+  const decided: VerdictRow = {
+    idx: 0,
+    verdict: 'created',
+    payment_id: SLOT.id,
+    detail: null,
+    out_seq: '0',
+    out_rail_reference: '',
+    out_state: 'failed',
+    out_sub_status: SLOT.subStatus as SubStatus,
+    out_source_amount_minor: '0',
+    out_rate_id: null,
+  };
+  const event = paymentEvent({ ...createdPayment(decided, item, at), failureCode: SLOT.failureCode }, null, at);
+  const payment = event.data.payment;
+  if (payment.sourceAmountMinor !== undefined) payment.sourceAmountMinor = SLOT.sourceAmountMinor;
+  return renderEvent(event);
 }
 
 /** The row reserve_payments wrote, from the request and the function's answer (as paymentFromRow would read it). */
@@ -126,6 +160,10 @@ function resultOf(row: VerdictRow, item: ReserveItem, payment: Payment | undefin
       return { kind: 'refused', reason: 'quote_used' };
     case 'no_rate':
       return { kind: 'refused', reason: 'no_rate', currency: item.sourceCurrency };
+    case 'nonce_replay':
+      return { kind: 'refused', reason: 'nonce_replay' };
+    case 'key_inactive':
+      return { kind: 'refused', reason: 'key_inactive' };
     case 'created':
       if (row.detail !== null) return { kind: 'rejected', payment: payment!, violation: row.detail as RuleViolation };
       return { kind: 'created', payment: payment! };

@@ -17,7 +17,8 @@ export function registerPaymentRoutes(app: FastifyInstance, payments: PaymentSer
   app.post(
     '/v2/payments',
     {
-      config: { auth: 'signed', bodyRoute: true, idempotencySlot: true },
+      // The nonce commits with the payment, in the reserve transaction (auth/deferred-nonce.ts).
+      config: { auth: 'signed', bodyRoute: true, idempotencySlot: true, deferNonce: 'transaction' },
       schema: {
         summary: 'Issue a payment',
         description:
@@ -147,5 +148,9 @@ function refusal(r: Refusal): Error {
       return httpError(409, 'quote already used');
     case 'no_rate':
       return httpError(503, noRateMessage(r.currency));
+    case 'nonce_replay':
+      return httpError(401, 'nonce replay');
+    case 'key_inactive':
+      return httpError(401, 'api key is inactive');
   }
 }

@@ -30,6 +30,12 @@ export function eventBody(id: string, type: string, test: boolean, createdAt: Da
   return JSON.stringify({ id, type, test, createdAt: createdAt.toISOString(), data });
 }
 
+/** An event's id and the exact bytes every delivery of it sends. */
+export function renderEvent(e: NewEvent): QueuedEvent {
+  const id = randomId('evt');
+  return { id, body: eventBody(id, e.type, e.test, e.createdAt, e.data) };
+}
+
 export async function enqueueEvent(q: Queryable, event: NewEvent): Promise<QueuedEvent> {
   const [queued] = await enqueueEvents(q, [event]);
   return queued!;
@@ -38,10 +44,7 @@ export async function enqueueEvent(q: Queryable, event: NewEvent): Promise<Queue
 /** Several events in one statement (a batch of payments); their order in the outbox is the order given. */
 export async function enqueueEvents(q: Queryable, events: readonly NewEvent[]): Promise<QueuedEvent[]> {
   if (events.length === 0) return [];
-  const queued = events.map((e) => {
-    const id = randomId('evt');
-    return { id, body: eventBody(id, e.type, e.test, e.createdAt, e.data) };
-  });
+  const queued = events.map(renderEvent);
   await q.query(
     `INSERT INTO events (id, client_id, type, test, payment_id, body, created_at, next_attempt_at)
      SELECT id, client_id, type, test, payment_id, body, created_at, created_at

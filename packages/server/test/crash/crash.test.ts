@@ -3,6 +3,7 @@ import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, expect, it } from 'vitest';
+import { pmPaymentBody } from '../../bench/seed.ts';
 import { type ServerProcess, startServerProcess } from '../../bench/server-process.ts';
 import {
   type BenchKeyPair,
@@ -71,17 +72,7 @@ function paymentBody(): Record<string, string> {
     }
   }
   const amountMinor = (BigInt(between(10, 5000)) * 100n + kind.ending).toString();
-  if (kind.rail === 'PM') {
-    return {
-      amountMinor,
-      currency: 'VES',
-      rail: 'PM',
-      beneficiary: '04141234567',
-      bankCode: '0102',
-      docType: 'V',
-      docNumber: '12345678',
-    };
-  }
+  if (kind.rail === 'PM') return pmPaymentBody(amountMinor);
   return {
     amountMinor,
     currency: 'VES',

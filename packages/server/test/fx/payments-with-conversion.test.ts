@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { expectLedgerSound } from '../support/ledger.ts';
 import { OffsetClock } from '../support/offset-clock.ts';
-import { balanceOf, newKey, PM, pay } from '../support/payments.ts';
+import { balanceOf, expectFailedAtOnceEvent, newKey, PM, pay } from '../support/payments.ts';
 import { startTestServer, type TestClient, type TestServer } from '../support/test-server.ts';
 
 const clock = new OffsetClock();
@@ -115,6 +115,8 @@ describe('with a quote', () => {
     const replay = await payWithQuote(usd, '100000', q.quoteId, key);
     expect(replay.status).toBe(200);
     expect(replay.body.payload).toMatchObject({ state: 'failed', failureCode: 'quote_expired' });
+    expect(replay.body.payload.sourceAmountMinor).toBe(q.sourceAmountMinor);
+    await expectFailedAtOnceEvent(server.testDb.db, usd, replay.body.payload.id);
   });
 
   it('a quote cited by two concurrent payments backs exactly one', async () => {
@@ -160,8 +162,12 @@ describe('without a quote', () => {
       clientId: poor.clientId,
       expiresAt: new Date(Date.now() + 3_600_000).toISOString(),
     });
-    const res = await pay(poor, '100000', PM);
+    const key = newKey('poor');
+    const res = await pay(poor, '100000', PM, key);
     expect(res.status).toBe(422);
     expect(await balanceOf(poor)).toBe(100n);
+    const failed = (await pay(poor, '100000', PM, key)).body.payload;
+    expect(failed).toMatchObject({ state: 'failed', failureCode: 'insufficient_balance', sourceAmountMinor: '2769' });
+    await expectFailedAtOnceEvent(server.testDb.db, poor, failed.id);
   });
 });

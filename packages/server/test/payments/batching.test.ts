@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { Db, Queryable } from '../../src/db/db.ts';
+import type { Db } from '../../src/db/db.ts';
 import { expectLedgerSound } from '../support/ledger.ts';
 import { scrape } from '../support/metrics.ts';
 import { balanceOf, CCE, CCE_SAME_BANK, newKey, PM } from '../support/payments.ts';
@@ -14,53 +14,53 @@ import { startTestServer, type TestClient, type TestServer } from '../support/te
  */
 
 /**
- * A Db that can hold the next reserve transaction open for a while (so the requests behind it queue into one
- * batch, as under load) and make a later one fail at commit (it rolls back instead).
+ * A Db that can hold the next reserve statement's lane for a while after it committed (so the requests behind it
+ * queue into one batch, as under load) and make a later one fail: it runs in a transaction that is rolled back, as
+ * a statement whose commit failed leaves nothing behind.
  */
 function withCommitFault(
   inner: Db,
-): Db & { holdNext(ms: number): void; failNth(n: number): void; failedBatch(): number } {
+): Db & { holdNext(ms: number): Promise<void>; failNth(n: number): void; failedBatch(): number } {
   let holdMs = 0;
+  let holding: () => void = () => {};
   let failIn = 0;
   let failed = 0;
   return {
     kind: inner.kind,
-    query: (sql, params) => inner.query(sql, params),
     exec: (sql) => inner.exec(sql),
     close: () => inner.close(),
+    tx: (fn, options) => inner.tx(fn, options),
     ...(inner.poolStats ? { poolStats: () => inner.poolStats!() } : {}),
+    /** Resolves once the next reserve statement has committed and its hold begins. */
     holdNext(ms) {
       holdMs = ms;
+      return new Promise<void>((resolve) => {
+        holding = resolve;
+      });
     },
     failNth(n) {
       failIn = n;
     },
     failedBatch: () => failed,
-    async tx(fn, options) {
-      let items = 0;
-      const result = await inner.tx(async (q) => {
-        items = 0;
-        const watched: Queryable = {
-          query(sql, params) {
-            if (sql.includes('reserve_payments(')) items = (JSON.parse(String(params![0])) as unknown[]).length;
-            return q.query(sql, params);
-          },
-          exec: (sql) => q.exec(sql),
-        };
-        const out = await fn(watched);
-        if (items > 0 && failIn > 0 && --failIn === 0) {
-          failed = items;
+    async query(sql, params) {
+      if (!sql.includes('reserve_payments(')) return inner.query(sql, params);
+      const items = (JSON.parse(String(params![0])) as unknown[]).length;
+      if (failIn > 0 && --failIn === 0) {
+        failed = items;
+        return inner.tx(async (q) => {
+          await q.query(sql, params);
           throw new Error('injected: the commit of this batch failed');
-        }
-        return out;
-      }, options);
+        });
+      }
+      const result = await inner.query(sql, params);
       // Held after the commit: the lane stays busy while the database serves the requests queueing behind it.
-      if (items > 0 && holdMs > 0) {
+      if (holdMs > 0) {
         const ms = holdMs;
         holdMs = 0;
+        holding();
         await new Promise((r) => setTimeout(r, ms));
       }
-      return result;
+      return result as never;
     },
   };
 }
@@ -88,8 +88,8 @@ async function clientWithKeys(keys: number): Promise<TestClient[]> {
 
 type Request = (c: TestClient, shared: { replayKey: string }) => Promise<Answer>;
 
-const post = (c: TestClient, body: Record<string, unknown>, key = newKey('b')) =>
-  c.api.post('/v2/payments', { currency: 'VES', ...body }, { idempotencyKey: key });
+const post = (c: TestClient, body: Record<string, unknown>, key = newKey('b'), nonce?: string) =>
+  c.api.post('/v2/payments', { currency: 'VES', ...body }, { idempotencyKey: key, ...(nonce && { nonce }) });
 
 /** Every kind of answer, none depending on the order of the others (amounts fit the balance together). */
 const MIX: [string, Request][] = [
@@ -124,7 +124,7 @@ async function runMix(
   let answers: Answer[];
   if (concurrently) {
     // The first request's batch is held open, so the others arrive while it is in flight and share the next.
-    db.holdNext(1500);
+    void db.holdNext(1500);
     answers = await Promise.all(MIX.map((_, i) => send(i)));
   } else {
     answers = [];
@@ -169,11 +169,18 @@ describe('a batch whose commit fails', () => {
   it('answers 5xx to each of its requests, and a retry with the same key repairs each', async () => {
     const clients = await clientWithKeys(8);
     const keys = clients.map(() => newKey('fault'));
+    const nonces = clients.map((c) => c.api.nonces.take());
     const body = { amountMinor: '25000', ...PM };
-    // The first batch is held open while the others queue; the second, carrying them, fails at commit.
-    db.holdNext(1500);
+    // The first request's batch is held open while the others queue; the second, carrying them, fails at commit.
+    const held = db.holdNext(1500);
     db.failNth(2);
-    const first = await Promise.all(clients.map((c, i) => post(c, body, keys[i])));
+    const holder = post(clients[0]!, body, keys[0], nonces[0]);
+    await held;
+    const first = [
+      await holder,
+      ...(await Promise.all(clients.slice(1).map((c, i) => post(c, body, keys[i + 1], nonces[i + 1])))),
+    ];
+    db.failNth(0);
     const failed = first.flatMap((a, i) => (a.status >= 500 ? [i] : []));
     expect(failed.length).toBe(db.failedBatch());
     expect(failed.length).toBeGreaterThan(1);
@@ -183,6 +190,13 @@ describe('a batch whose commit fails', () => {
     }
     // Nothing of the failed batch was written: the balance lacks only the others.
     expect(await balanceOf(clients[0]!)).toBe(1_000_000n - 25_000n * BigInt(clients.length - failed.length));
+    // But each nonce was consumed before its 5xx left (the batch's transaction, which would have, rolled back).
+    for (const i of failed) {
+      expect(await post(clients[i]!, body, keys[i], nonces[i])).toMatchObject({
+        status: 401,
+        body: { error: 'nonce replay' },
+      });
+    }
 
     const retried = await Promise.all(failed.map((i) => post(clients[i]!, body, keys[i])));
     for (const a of retried) {
@@ -193,6 +207,26 @@ describe('a batch whose commit fails', () => {
     const replays = await Promise.all(clients.map((c, i) => post(c, body, keys[i])));
     expect(new Set(replays.map((a) => a.body.payload.id)).size).toBe(clients.length);
     for (const a of replays) expect(a.status).toBe(200);
+  });
+});
+
+describe('a key deactivated while its payment waits for a batch', () => {
+  it('answers 401 "api key is inactive" and creates nothing: the batch consumes the nonce first', async () => {
+    const [holder, waiter] = await clientWithKeys(2);
+    // The holder's batch is held open; the waiter authenticates (its key still active) and queues behind it.
+    const holding = db.holdNext(1500);
+    const held = post(holder!, { amountMinor: '10000', ...PM });
+    await holding;
+    const waiting = post(waiter!, { amountMinor: '10000', ...PM });
+    await new Promise((r) => setTimeout(r, 300));
+    expect((await server.admin('POST', `/admin/v1/keys/${waiter!.keyId}/deactivate`)).status).toBe(200);
+    expect((await held).status).toBe(201);
+    expect(await waiting).toMatchObject({ status: 401, body: { error: 'api key is inactive' } });
+    const { rows } = await server.testDb.db.query<{ n: string }>(
+      'SELECT count(*)::text AS n FROM payments WHERE key_id = $1',
+      [waiter!.keyId],
+    );
+    expect(rows[0]!.n).toBe('0');
   });
 });
 

@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { expectLedgerSound } from '../support/ledger.ts';
-import { balanceOf, CCE, newKey, PM, pay } from '../support/payments.ts';
+import { balanceOf, CCE, expectFailedAtOnceEvent, newKey, PM, pay } from '../support/payments.ts';
 import { startTestServer, TEST_MASTER_KEY, type TestServer } from '../support/test-server.ts';
 
 let server: TestServer;
@@ -131,8 +131,9 @@ describe('blocked by us', () => {
         subStatus: 'rejected_by_us',
         failureCode: 'rail_not_enabled',
       });
-      // The answer is what the database holds, to the field.
+      // The answer is what the database holds, to the field, and so is its event.
       expect((await c.api.get(`/v2/payments/${res.body.payload.id}`)).body.payload).toEqual(res.body.payload);
+      await expectFailedAtOnceEvent(s.testDb.db, c, res.body.payload.id);
       expect(await balanceOf(c)).toBe(1_000_000n);
       const lines = await s.admin('GET', '/admin/v1/sandbox/bank/lines');
       expect(lines.body.payload.data.filter((l: any) => l.direction === 'debit')).toHaveLength(0);

@@ -1,3 +1,4 @@
+import { expect } from 'vitest';
 import type { Answer } from './signed-client.ts';
 import type { TestClient } from './test-server.ts';
 
@@ -46,4 +47,26 @@ export async function waitForPayment(
       throw new Error(`payment ${id} never reached the expected state: ${JSON.stringify(res.body)}`);
     await new Promise((r) => setTimeout(r, 50));
   }
+}
+
+/**
+ * The one event of a payment that failed at once: its members in the contract's order, and its data exactly
+ * what a read of the payment shows (no placeholder of the reserve phase left in it).
+ */
+export async function expectFailedAtOnceEvent(
+  db: { query<R>(sql: string, params?: readonly unknown[]): Promise<{ rows: R[] }> },
+  c: TestClient,
+  paymentId: string,
+): Promise<void> {
+  const { rows } = await db.query<{ body: string }>('SELECT body FROM events WHERE payment_id = $1 ORDER BY seq', [
+    paymentId,
+  ]);
+  expect(rows).toHaveLength(1);
+  const body = rows[0]!.body;
+  expect(body).not.toContain('\\u0001');
+  const event = JSON.parse(body) as Record<string, any>;
+  expect(Object.keys(event)).toEqual(['id', 'type', 'test', 'createdAt', 'data']);
+  const read = await c.api.get(`/v2/payments/${paymentId}`);
+  expect(read.status).toBe(200);
+  expect(event.data, body).toEqual({ payment: read.body.payload, previousState: null });
 }
