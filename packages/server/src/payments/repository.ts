@@ -185,7 +185,7 @@ export async function insertPayment(q: Queryable, p: NewPayment): Promise<Paymen
        source_currency, source_amount_minor, quote_id, rate_id, rail_reference, dispatched_at, created_at, updated_at)
      VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, 'VES', $11, $12, $13, $14, $15, $16, $17, $18, $19, $20, $21,
        $22, $24, $23, $23)
-     ON CONFLICT (client_id, idempotency_key) DO NOTHING
+     ON CONFLICT ((client_id || ' ' || idempotency_key)) DO NOTHING
      RETURNING ${PAYMENT_COLUMNS}`,
     [
       paymentIdOf(p.seq),
@@ -213,14 +213,6 @@ export async function insertPayment(q: Queryable, p: NewPayment): Promise<Paymen
       p.now,
       p.dispatchedAt,
     ],
-  );
-  return rows[0] ? paymentFromRow(rows[0]) : null;
-}
-
-export async function findByIdempotencyKey(q: Queryable, clientId: string, key: string): Promise<Payment | null> {
-  const { rows } = await q.query<Row>(
-    `SELECT ${PAYMENT_COLUMNS} FROM payments WHERE client_id = $1 AND idempotency_key = $2`,
-    [clientId, key],
   );
   return rows[0] ? paymentFromRow(rows[0]) : null;
 }
