@@ -67,3 +67,18 @@ describe('GET /v2/payments keyset pagination', () => {
     expect(empty.body.payload).toEqual({ data: [], hasMore: false, nextCursor: null });
   });
 });
+
+describe('the sequence behind the keyset', () => {
+  it('is tied to the id, so the primary key alone keeps it unique', async () => {
+    const id = (await pay(c, '123400', PM)).body.payload.id as string;
+    const err = await server.testDb.db.query('UPDATE payments SET seq = seq + 1 WHERE id = $1', [id]).then(
+      () => null,
+      (e: { code?: string; constraint?: string }) => e,
+    );
+    expect(err).toMatchObject({ code: '23514' });
+    const { rows } = await server.testDb.db.query<{ seq: string }>('SELECT seq::text FROM payments WHERE id = $1', [
+      id,
+    ]);
+    expect(id).toBe(`pay_${rows[0]!.seq.padStart(16, '0')}`);
+  });
+});
