@@ -10,6 +10,7 @@ import type { Config } from './config.ts';
 import { registerConsoleRoutes } from './console/routes.ts';
 import type { AppContext } from './context.ts';
 import type { Db } from './db/db.ts';
+import { createEmbeddedMaintenance } from './db/maintenance.ts';
 import type { Domain } from './domain.ts';
 import { createFxDomain, type FxDomain } from './fx/domain.ts';
 import { createReadiness, type Readiness } from './health/readiness.ts';
@@ -98,7 +99,15 @@ export async function compose(options: {
   const payments = await createPaymentDomain(ctx, { fx, beneficiaries });
   ctx.balances = payments.balances;
   const reconciliation = createReconciliationDomain(ctx, { rails: payments.rails });
-  const domains: Domain[] = [webhooks, fx, beneficiaries, payments, reconciliation];
+  const maintenance = createEmbeddedMaintenance({
+    db,
+    clock,
+    intervalMs: config.embeddedVacuumMinutes * 60_000,
+    logger,
+  });
+  // The database's own upkeep runs beside the domains' loops (embedded only: a server has autovacuum).
+  const upkeep: Domain = { workers: maintenance === null ? [] : [maintenance] };
+  const domains: Domain[] = [webhooks, fx, beneficiaries, payments, reconciliation, upkeep];
 
   const authenticate = createAuthenticator({ environment: config.env, keys, nonces });
   const publicApp = await createPublicApp({
