@@ -49,10 +49,10 @@ export interface Config {
   sandboxSettleMs: number;
   /** Payment batches run side by side (a client's payments always share one lane). */
   paymentLanes: number;
-  /** Embedded database only: minutes between its VACUUM (ANALYZE) runs (db/maintenance.ts). */
-  embeddedVacuumMinutes: number;
   /** The most payment requests one batch carries. */
   paymentMaxBatch: number;
+  /** Embedded database only: minutes between its VACUUM (ANALYZE) runs (db/maintenance.ts). */
+  embeddedVacuumMinutes: number;
   webhookRetryBaseMs: number;
   webhookMaxAttempts: number;
   webhookAllowInsecure: boolean;
@@ -278,8 +278,8 @@ export function loadConfig(env: Env = process.env): Config {
     sandboxSettleMs: integer(env, 'DISPERSA_SANDBOX_SETTLE_MS', 2000, 0, 86_400_000),
     dispatchTimeoutMs: integer(env, 'DISPERSA_DISPATCH_TIMEOUT_MS', 30_000, 1_000, 3_600_000),
     paymentLanes: integer(env, 'DISPERSA_PAYMENT_LANES', 2, 1, 64),
-    embeddedVacuumMinutes: integer(env, 'DISPERSA_EMBEDDED_VACUUM_MINUTES', 15, 1, 1440),
     paymentMaxBatch: integer(env, 'DISPERSA_PAYMENT_MAX_BATCH', 256, 1, 1024),
+    embeddedVacuumMinutes: integer(env, 'DISPERSA_EMBEDDED_VACUUM_MINUTES', 15, 1, 1440),
     webhookRetryBaseMs: integer(env, 'DISPERSA_WEBHOOK_RETRY_BASE_MS', 1000, 1, 3_600_000),
     webhookMaxAttempts: integer(env, 'DISPERSA_WEBHOOK_MAX_ATTEMPTS', 12, 1, 100),
     webhookAllowInsecure,

@@ -235,14 +235,10 @@ export async function findPayment(
   return rows[0] ? paymentFromRow(rows[0]) : null;
 }
 
-/** Several payments by id in one query (a batch); ids not found are absent from the map. */
 // The hot read (signed GETs, replays) as one JSON text per row. Both drivers decode a result column by column in
 // JavaScript, and on the embedded database that decoding was the largest single cost of a signed GET; JSON.parse is
 // native. 64-bit numbers travel as text (a JSON number loses precision above 2^53); timestamps as ISO 8601.
-const PAYMENT_JSON = `row_to_json(p)::text AS payment FROM (SELECT ${PAYMENT_COLUMNS.replace(
-  /\b(seq|amount_minor|source_amount_minor)\b/g,
-  '$1::text AS $1',
-)} FROM payments`;
+const PAYMENT_JSON_COLUMNS = PAYMENT_COLUMNS.replace(/\b(seq|amount_minor|source_amount_minor)\b/g, '$1::text AS $1');
 
 type JsonRow = Omit<Row, 'dispatched_at' | 'unknown_since' | 'created_at' | 'updated_at'> & {
   dispatched_at: string | null;
@@ -263,10 +259,15 @@ function paymentFromJson(text: string): Payment {
   });
 }
 
+/** Several payments by id in one query (a batch); ids not found are absent from the map. */
 export async function findPaymentsByIds(q: Queryable, ids: readonly string[]): Promise<Map<string, Payment>> {
   const out = new Map<string, Payment>();
   if (ids.length === 0) return out;
-  const { rows } = await q.query<{ payment: string }>(`SELECT ${PAYMENT_JSON} WHERE id = ANY($1::text[])) p`, [ids]);
+  const { rows } = await q.query<{ payment: string }>(
+    `SELECT row_to_json(p)::text AS payment
+     FROM (SELECT ${PAYMENT_JSON_COLUMNS} FROM payments WHERE id = ANY($1::text[])) p`,
+    [ids],
+  );
   for (const row of rows) {
     const payment = paymentFromJson(row.payment);
     out.set(payment.id, payment);
