@@ -1,13 +1,12 @@
 -- The payment path's functions never scan a table: every statement in them looks rows up by key. PL/pgSQL keeps the
 -- plan of each statement for the life of the connection, made when it first ran (a generic plan from the sixth
 -- call), and a plan made while a table was small stays a sequential scan as the table grows: the booking's lock on
--- its payments read the whole payments table once per batch (seen with auto_explain under the bench), and the
--- embedded database, which never runs autovacuum's ANALYZE, would keep such plans forever. Two changes:
+-- its payments read the whole payments table once per batch (seen with auto_explain under the bench); only an ANALYZE
+-- of the table replans it, and the embedded database has no autovacuum to run one. Three changes:
 --
 -- - the functions run with enable_seqscan off, so a plan made on a small table still uses the index;
 -- - the lock statements name their rows as `= ANY (ARRAY(...))` rather than `IN (subquery)`: with the subquery the
---   planner may hash-join against a full scan of the index, which is no better than the table.
---
+--   planner may hash-join against a full scan of the index, which is no better than the table;
 -- - a payment is found by its idempotency key through one expression that only the unique index has. With the key
 --   as two columns, a plan made on a nearly empty table chose payments_client_state_seq (client_id alone) and read
 --   every payment of the client to find one: both indexes cost the same on an empty table. Client ids are
