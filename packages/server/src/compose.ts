@@ -138,7 +138,11 @@ export async function compose(options: {
       registerMetricsRoute(app, metrics);
       registerConsoleRoutes(app);
       registerClientAdminRoutes(app, ctx);
-      registerStatementImportRoutes(app, ctx);
+      registerStatementImportRoutes(app, {
+        db,
+        clock,
+        onMoved: (p) => metrics.paymentTransition(p),
+      });
       for (const d of domains) d.registerAdminRoutes?.(app);
     },
   });

@@ -5,7 +5,7 @@ import { httpError } from '../http/errors.ts';
 import { pageCursor, pageLimit, pageOfItems } from '../http/pagination.ts';
 import type { Clock } from '../shared/clock.ts';
 import type { PaymentState } from './model.ts';
-import { listPayments, seqOfPaymentId, toPublicPayment } from './repository.ts';
+import { listPayments, type Payment, seqOfPaymentId, toPublicPayment } from './repository.ts';
 import { resolvePayment } from './resolve.ts';
 
 const STATES: readonly PaymentState[] = ['pending', 'processing', 'completed', 'failed', 'unknown'];
@@ -13,7 +13,10 @@ const STATES: readonly PaymentState[] = ['pending', 'processing', 'completed', '
 type ListQuery = { state?: string; subStatus?: string; clientId?: string; cursor?: string; limit?: string };
 
 /** Operator view of payments across clients, and the resolution of unknown ones by a person. */
-export function registerPaymentAdminRoutes(app: FastifyInstance, deps: { db: Db; clock: Clock }): void {
+export function registerPaymentAdminRoutes(
+  app: FastifyInstance,
+  deps: { db: Db; clock: Clock; onMoved?: (payment: Payment) => void },
+): void {
   app.get<{ Querystring: ListQuery }>('/admin/v1/payments', async (request, reply) => {
     const { state, subStatus, clientId } = request.query;
     if (state !== undefined && state !== '' && !STATES.includes(state as PaymentState)) {

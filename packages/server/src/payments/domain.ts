@@ -58,7 +58,7 @@ export async function createPaymentDomain(
     // Never shorter than twice a gateway call: a slow answer must not be mistaken for a dead process.
     dispatchTimeoutMs: Math.max(ctx.config.dispatchTimeoutMs, 2 * (ctx.config.bankGateway?.timeoutMs ?? 0)),
     logger: ctx.logger,
-    onMoved: (p) => ctx.metrics.paymentTransition({ rail: p.rail, state: p.state, subStatus: p.subStatus }),
+    onMoved: (p) => ctx.metrics.paymentTransition(p),
   });
   const idleMs = Math.max(50, Math.min(1000, Math.floor(ctx.config.reconcileIntervalMs / 2)));
 
@@ -76,7 +76,11 @@ export async function createPaymentDomain(
     },
     registerAdminRoutes(app) {
       registerFundingAdminRoutes(app, fundingDeps);
-      registerPaymentAdminRoutes(app, { db: ctx.db, clock: ctx.clock });
+      registerPaymentAdminRoutes(app, {
+        db: ctx.db,
+        clock: ctx.clock,
+        onMoved: (p) => ctx.metrics.paymentTransition(p),
+      });
       if (bank) registerSandboxBankAdminRoutes(app, { bank, db: ctx.db });
     },
     workers: [

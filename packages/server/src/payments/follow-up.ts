@@ -44,7 +44,8 @@ export function createFollowUp(deps: FollowUpDeps) {
     if (claimed === null) return undefined;
     const status = await deps.rail.query(claimed.rail_reference);
     if (status.kind === 'completed' || status.kind === 'failed') {
-      await deps.db.tx((q) => transition(q, deps.clock, claimed.id, statusOfOutcome(status)));
+      const result = await deps.db.tx((q) => transition(q, deps.clock, claimed.id, statusOfOutcome(status)));
+      if (result.kind === 'moved') deps.onMoved?.(result.payment);
     }
     return claimed.id;
   }

@@ -15,7 +15,7 @@ export type ResolveResult =
   | { kind: 'not_unknown'; state: PaymentState };
 
 export async function resolvePayment(
-  deps: { db: Db; clock: Clock },
+  deps: { db: Db; clock: Clock; onMoved?: (payment: Payment) => void },
   paymentId: string,
   input: { outcome: unknown; note: unknown; resolvedBy?: string },
 ): Promise<ResolveResult> {
@@ -27,7 +27,7 @@ export async function resolvePayment(
   }
   const outcome = input.outcome;
   const note = input.note;
-  return deps.db.tx(async (q) => {
+  const resolved = await deps.db.tx(async (q): Promise<ResolveResult> => {
     const result = await transition(
       q,
       deps.clock,
@@ -54,4 +54,7 @@ export async function resolvePayment(
     );
     return { kind: 'resolved', payment: result.payment };
   });
+  // Counted once committed, like every other move.
+  if (resolved.kind === 'resolved') deps.onMoved?.(resolved.payment);
+  return resolved;
 }

@@ -61,6 +61,7 @@ export function createReconciliationDomain(
     metrics.linesIngested.inc({ source: source.name }, s.fresh);
     for (const [kind, n] of Object.entries(s.exceptionsByKind)) metrics.exceptionsOpened.inc({ kind }, n);
     for (const a of s.actions) metrics.paymentsDecided.inc({ outcome: a.kind });
+    for (const p of s.moved) ctx.metrics.paymentTransition(p);
   };
   const ingest = (): Promise<IngestResult> => ingestNextPage({ db, clock, source, logger: quietLogger, onIngested });
   const balance = createBalanceCheck({
@@ -70,7 +71,15 @@ export function createReconciliationDomain(
     intervalMs,
     logger: quietLogger,
   });
-  const requery = createRequery({ db, clock, rail: deps.rails.rail, intervalMs, budgetMs, logger });
+  const requery = createRequery({
+    db,
+    clock,
+    rail: deps.rails.rail,
+    intervalMs,
+    budgetMs,
+    logger,
+    onMoved: (p) => ctx.metrics.paymentTransition(p),
+  });
   const watch = createWatch({ db, clock, graceMs: budgetMs });
 
   async function statementNext(): Promise<string | undefined> {

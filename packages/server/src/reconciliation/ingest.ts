@@ -1,5 +1,6 @@
 import type { Db, Queryable } from '../db/db.ts';
-import { reverseCompletedPayment, transition } from '../payments/lifecycle.ts';
+import { reverseCompletedPayment, type TransitionResult, transition } from '../payments/lifecycle.ts';
+import type { Payment } from '../payments/repository.ts';
 import type { StatementPage, StatementSource } from '../rails/rail.ts';
 import type { Clock } from '../shared/clock.ts';
 import { autoResolve, insertLineExceptions, type NewLineException } from './exceptions.ts';
@@ -48,6 +49,8 @@ export interface IngestSummary {
   exceptions: number;
   exceptionsByKind: Record<string, number>;
   actions: BatchResult['actions'];
+  /** The payments the batch moved (for the transition counter, once the caller's transaction has committed). */
+  moved: Payment[];
 }
 
 export type IngestResult =
@@ -192,7 +195,7 @@ export async function ingestLines(
   }
   await insertLineExceptions(q, exceptions, now);
   await markPaired(q, result.pairedAwaiting);
-  await applyActions(q, clock, result);
+  const moved = await applyActions(q, clock, result);
   const exceptionsByKind: Record<string, number> = {};
   for (const e of exceptions) exceptionsByKind[e.kind] = (exceptionsByKind[e.kind] ?? 0) + 1;
   return {
@@ -202,28 +205,35 @@ export async function ingestLines(
     exceptions: exceptions.length,
     exceptionsByKind,
     actions: result.actions,
+    moved,
   };
 }
 
-async function applyActions(q: Queryable, clock: Clock, result: BatchResult): Promise<void> {
+async function applyActions(q: Queryable, clock: Clock, result: BatchResult): Promise<Payment[]> {
   const debited: string[] = [];
   const finished: string[] = [];
+  const moved: Payment[] = [];
+  const record = (r: TransitionResult): void => {
+    if (r.kind === 'moved') moved.push(r.payment);
+  };
   for (const action of result.actions) {
     switch (action.kind) {
       case 'complete': {
-        const moved = await transition(q, clock, action.paymentId, { state: 'completed', subStatus: null });
-        expectMoved(moved.kind, action);
+        const done = await transition(q, clock, action.paymentId, { state: 'completed', subStatus: null });
+        expectMoved(done.kind, action);
+        record(done);
         debited.push(action.paymentId);
         finished.push(action.paymentId);
         break;
       }
       case 'fail_returned': {
-        const moved = await transition(q, clock, action.paymentId, {
+        const done = await transition(q, clock, action.paymentId, {
           state: 'failed',
           subStatus: 'declined',
           failureCode: RETURNED_FAILURE_CODE,
         });
-        expectMoved(moved.kind, action);
+        expectMoved(done.kind, action);
+        record(done);
         finished.push(action.paymentId);
         break;
       }
@@ -231,8 +241,9 @@ async function applyActions(q: Queryable, clock: Clock, result: BatchResult): Pr
         debited.push(action.paymentId);
         break;
       case 'reverse': {
-        const moved = await reverseCompletedPayment(q, clock, action.paymentId, RETURNED_FAILURE_CODE);
-        expectMoved(moved.kind, action);
+        const done = await reverseCompletedPayment(q, clock, action.paymentId, RETURNED_FAILURE_CODE);
+        expectMoved(done.kind, action);
+        record(done);
         break;
       }
     }
@@ -271,6 +282,7 @@ async function applyActions(q: Queryable, clock: Clock, result: BatchResult): Pr
       currencies,
     ]);
   }
+  return moved;
 }
 
 // The payments were locked when the facts were read, so the move the matcher chose must apply; anything else

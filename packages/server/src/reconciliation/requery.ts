@@ -1,6 +1,7 @@
 import type { Db } from '../db/db.ts';
 import { transition } from '../payments/lifecycle.ts';
 import type { SubStatus } from '../payments/model.ts';
+import type { Payment } from '../payments/repository.ts';
 import type { Rail, RailStatus } from '../rails/rail.ts';
 import type { Clock } from '../shared/clock.ts';
 import { decideUnknown } from './unknown-decision.ts';
@@ -18,6 +19,8 @@ export interface RequeryDeps {
   intervalMs: number;
   budgetMs: number;
   logger: { warn(obj: object, msg: string): void };
+  /** Told of each payment a re-query moved, after its transaction committed (the transition counter). */
+  onMoved?: (payment: Payment) => void;
 }
 
 export function createRequery(deps: RequeryDeps) {
@@ -59,7 +62,7 @@ export function createRequery(deps: RequeryDeps) {
     const claimed = await claim();
     if (claimed === null) return undefined;
     const status = await ask(claimed.railReference);
-    await deps.db.tx(async (q) => {
+    const moved = await deps.db.tx(async (q): Promise<Payment | null> => {
       const { rows } = await q.query<{ state: string; sub_status: SubStatus; unknown_since: Date | null }>(
         'SELECT state, sub_status, unknown_since FROM payments WHERE id = $1 FOR UPDATE',
         [claimed.id],
@@ -71,7 +74,7 @@ export function createRequery(deps: RequeryDeps) {
       );
       const current = rows[0];
       // The statement may have finished it meanwhile: then there is nothing left to decide.
-      if (current === undefined || current.state !== 'unknown') return;
+      if (current === undefined || current.state !== 'unknown') return null;
       const decision = decideUnknown({
         subStatus: current.sub_status,
         unknownSince: current.unknown_since,
@@ -79,12 +82,14 @@ export function createRequery(deps: RequeryDeps) {
         budgetMs: deps.budgetMs,
         rail: status,
       });
-      if (decision.kind === 'wait') return;
-      await transition(q, deps.clock, claimed.id, decision.to, { onlyFrom: ['unknown'] });
+      if (decision.kind === 'wait') return null;
+      const result = await transition(q, deps.clock, claimed.id, decision.to, { onlyFrom: ['unknown'] });
       if (decision.to.state !== 'unknown') {
         await q.query('DELETE FROM recon_requery WHERE payment_id = $1', [claimed.id]);
       }
+      return result.kind === 'moved' ? result.payment : null;
     });
+    if (moved !== null) deps.onMoved?.(moved);
     return claimed.id;
   }
 

@@ -1,4 +1,5 @@
 import type { Db } from '../db/db.ts';
+import type { Payment } from '../payments/repository.ts';
 import { INGEST_LOCK, type IngestSummary, ingestLines } from '../reconciliation/ingest.ts';
 import { toIncoming } from '../reconciliation/model.ts';
 import type { Clock } from '../shared/clock.ts';
@@ -17,7 +18,7 @@ export type ImportResult =
   | { kind: 'invalid'; message: string };
 
 export async function importStatement(
-  deps: { db: Db; clock: Clock },
+  deps: { db: Db; clock: Clock; onMoved?: (payment: Payment) => void },
   input: { format: unknown; content: unknown },
 ): Promise<ImportResult> {
   if (input.format !== 'camt053' && input.format !== 'csv') {
@@ -33,5 +34,6 @@ export async function importStatement(
     await q.query('SELECT pg_advisory_xact_lock($1, 0)', [INGEST_LOCK]);
     return ingestLines(q, deps.clock, `import:${format}`, parsed.lines.map(toIncoming));
   });
+  for (const p of summary.moved) deps.onMoved?.(p);
   return { kind: 'imported', format, summary };
 }

@@ -162,6 +162,34 @@ describe('GET /metrics', () => {
     failDeliveries = false;
   });
 
+  it('moves made by reconciliation and by an operator count as transitions too, once committed', async () => {
+    const completed = { rail: 'PM', state: 'completed', sub_status: '' };
+    const resolvedFailed = { rail: 'PM', state: 'failed', sub_status: '' };
+    const before = await scrape(server.adminUrl);
+    // 03: the bank never answers, yet the money moves at settlement: reconciliation completes it.
+    const found = await pay(client, '150003', PM, newKey());
+    expect(found.body.payload.state).toBe('unknown');
+    // 02: nothing moves; an operator settles it.
+    const lost = await pay(client, '150002', PM, newKey());
+    expect(lost.body.payload.state).toBe('unknown');
+    const resolved = await server.admin('POST', `/admin/v1/payments/${lost.body.payload.id}/resolve`, {
+      outcome: 'failed',
+      note: 'the bank confirmed it never received the transfer',
+    });
+    expect(resolved.status).toBe(200);
+    clock.advance(6_000);
+    await waitFor(async () => {
+      const p = await client.api.get(`/v2/payments/${found.body.payload.id}`);
+      return p.body.payload.state === 'completed' ? p : undefined;
+    }, 'reconciliation to complete the 03 payment');
+    const after = await scrape(server.adminUrl);
+    const moved = (labels: Record<string, string>) =>
+      (after.value('dispersa_payment_transitions_total', labels) ?? 0) -
+      (before.value('dispersa_payment_transitions_total', labels) ?? 0);
+    expect(moved(completed)).toBe(1);
+    expect(moved(resolvedFailed)).toBe(1);
+  });
+
   it('open reconciliation exceptions by kind, and the bank and ledger balances', async () => {
     const before = await freshScrape();
     for (const kind of ['orphan_debit', 'unfunded_credit', 'double_debit', 'missing_debit', 'balance_mismatch']) {
