@@ -41,12 +41,18 @@ describe('createFileNonceGenerator', () => {
     const held = new Promise<void>((resolve) => {
       release = resolve;
     });
+    let tookNonce!: () => void;
+    const holding = new Promise<void>((resolve) => {
+      tookNonce = resolve;
+    });
     const write = a.exclusive!(async (next) => {
       order.push(`write ${await next()}`);
+      tookNonce();
       await held;
       order.push('write answered');
     });
-    await new Promise((r) => setTimeout(r, 20));
+    // b asks only once a holds the lock and its nonce (a guessed delay was outrun on a loaded machine).
+    await holding;
     const read = b.next().then((value) => order.push(`read ${value}`));
     await new Promise((r) => setTimeout(r, 50));
     expect(order).toHaveLength(1);

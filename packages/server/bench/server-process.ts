@@ -136,9 +136,21 @@ async function waitReady(
   throw new Error(`server not ready after ${timeoutMs} ms:\n${output()}`);
 }
 
+/**
+ * Starts the service on two ports free a moment ago. Another process may take one of them in between (tests run in
+ * parallel); the service then exits naming the port in use, and it is started again on two other ports.
+ */
 export async function startServerProcess(options: ServerProcessOptions): Promise<ServerProcess> {
-  const port = await freePort();
-  const adminPort = await freePort();
+  for (let attempt = 1; ; attempt++) {
+    try {
+      return await startOnPorts(options, await freePort(), await freePort());
+    } catch (err) {
+      if (attempt >= 5 || !(err instanceof Error && err.message.includes('address already in use'))) throw err;
+    }
+  }
+}
+
+async function startOnPorts(options: ServerProcessOptions, port: number, adminPort: number): Promise<ServerProcess> {
   const env = childEnv({
     DISPERSA_HOST: '127.0.0.1',
     DISPERSA_ADMIN_HOST: '127.0.0.1',
