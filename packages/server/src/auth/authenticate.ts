@@ -1,6 +1,6 @@
 import type { Environment } from '../config.ts';
 import { type ApiKeyService, KEY_PREFIX } from './api-keys.ts';
-import { type DeferredNonce, nonceFailure } from './deferred-nonce.ts';
+import { type DeferredNonce, NONCE_FAILURE, nonceFailure } from './deferred-nonce.ts';
 import { buildEnvelope, verifyEnvelope } from './envelope.ts';
 import { NONCE_FORMAT, type NonceStore } from './nonce-store.ts';
 
@@ -68,7 +68,7 @@ export function createAuthenticator(deps: { environment: Environment; keys: ApiK
 
     const key = await deps.keys.lookup(apiKey);
     if (key === null || key.environment !== deps.environment) return fail('invalid api key');
-    if (!key.active) return fail('api key is inactive');
+    if (!key.active) return fail(NONCE_FAILURE.inactive);
 
     const envelope = buildEnvelope({
       method: req.method,
@@ -80,20 +80,19 @@ export function createAuthenticator(deps: { environment: Environment; keys: ApiK
     });
     if (!verifyEnvelope(envelope, signature, key.publicKey)) return fail('bad signature');
 
+    const strict = STRICT_METHODS.has(req.method.toUpperCase());
     let deferredNonce: DeferredNonce | undefined;
     if (req.deferNonce === 'transaction') {
       // A nonce that could never be above a mark is a replay whatever the mark; nothing to defer.
-      if (!NONCE_FORMAT.test(nonce)) return fail('nonce replay');
+      if (!NONCE_FORMAT.test(nonce)) return fail(NONCE_FAILURE.replay);
       deferredNonce = { keyId: key.keyId, nonce, settled: false };
     } else if (req.deferNonce === 'overlap') {
-      const started = deps.nonces.consume(key.keyId, nonce, STRICT_METHODS.has(req.method.toUpperCase()));
+      const started = deps.nonces.consume(key.keyId, nonce, strict);
       // Awaited before the answer leaves (onSend); never an unhandled rejection should the request end otherwise.
       started.catch(() => {});
       deferredNonce = { keyId: key.keyId, nonce, settled: false, started };
     } else {
-      const failure = nonceFailure(
-        await deps.nonces.consume(key.keyId, nonce, STRICT_METHODS.has(req.method.toUpperCase())),
-      );
+      const failure = nonceFailure(await deps.nonces.consume(key.keyId, nonce, strict));
       if (failure !== null) return fail(failure);
     }
 

@@ -31,14 +31,13 @@ export async function settleDeferredNonce(nonces: NonceStore, deferred: Deferred
   return nonceFailure(verdict);
 }
 
-/** The 401 text of a nonce verdict (the same words whether the store or a route's transaction decided it). */
+/** The spec's 401 texts of a refused nonce, the same words whichever step found it (store, transaction, format). */
+export const NONCE_FAILURE: Readonly<Record<Exclude<NonceVerdict, 'ok'>, string>> = {
+  replay: 'nonce replay',
+  inactive: 'api key is inactive',
+};
+
+/** The 401 text of a nonce verdict, or null when the nonce was good. */
 export function nonceFailure(verdict: NonceVerdict): string | null {
-  switch (verdict) {
-    case 'ok':
-      return null;
-    case 'replay':
-      return 'nonce replay';
-    case 'inactive':
-      return 'api key is inactive';
-  }
+  return verdict === 'ok' ? null : NONCE_FAILURE[verdict];
 }

@@ -1,5 +1,6 @@
 import { Type } from '@sinclair/typebox';
 import type { FastifyInstance } from 'fastify';
+import { NONCE_FAILURE } from '../auth/deferred-nonce.ts';
 import { noRateMessage } from '../fx/rates.ts';
 import { sendPayload } from '../http/envelope.ts';
 import { httpError } from '../http/errors.ts';
@@ -149,8 +150,8 @@ function refusal(r: Refusal): Error {
     case 'no_rate':
       return httpError(503, noRateMessage(r.currency));
     case 'nonce_replay':
-      return httpError(401, 'nonce replay');
+      return httpError(401, NONCE_FAILURE.replay);
     case 'key_inactive':
-      return httpError(401, 'api key is inactive');
+      return httpError(401, NONCE_FAILURE.inactive);
   }
 }
