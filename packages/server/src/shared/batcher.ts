@@ -43,8 +43,8 @@ export function createBatcher<I, O>(options: BatcherOptions<I, O>): Batcher<I, O
     return lanes[Math.abs(h) % lanes.length]!;
   }
 
+  /** Runs a lane's batches until its queue is empty; add() marked it running when it scheduled this. */
   async function drive(lane: Lane<I, O>): Promise<void> {
-    lane.running = true;
     while (lane.queue.length > 0) {
       const batch = lane.queue.splice(0, options.maxBatch);
       let results: BatchResult<O>[];
