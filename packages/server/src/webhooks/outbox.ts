@@ -36,30 +36,16 @@ export function renderEvent(e: NewEvent): QueuedEvent {
   return { id, body: eventBody(id, e.type, e.test, e.createdAt, e.data) };
 }
 
+/**
+ * Writes one event in the caller's transaction. (The payment path's batches write theirs inside their own
+ * statements, from bodies rendered by renderEvent.)
+ */
 export async function enqueueEvent(q: Queryable, event: NewEvent): Promise<QueuedEvent> {
-  const [queued] = await enqueueEvents(q, [event]);
-  return queued!;
-}
-
-/** Several events in one statement (a batch of payments); their order in the outbox is the order given. */
-export async function enqueueEvents(q: Queryable, events: readonly NewEvent[]): Promise<QueuedEvent[]> {
-  if (events.length === 0) return [];
-  const queued = events.map(renderEvent);
+  const queued = renderEvent(event);
   await q.query(
     `INSERT INTO events (id, client_id, type, test, payment_id, body, created_at, next_attempt_at)
-     SELECT id, client_id, type, test, payment_id, body, created_at, created_at
-     FROM unnest($1::text[], $2::text[], $3::text[], $4::boolean[], $5::text[], $6::text[], $7::timestamptz[])
-       WITH ORDINALITY AS t(id, client_id, type, test, payment_id, body, created_at, n)
-     ORDER BY n`,
-    [
-      queued.map((e) => e.id),
-      events.map((e) => e.clientId),
-      events.map((e) => e.type),
-      events.map((e) => e.test),
-      events.map((e) => e.paymentId),
-      queued.map((e) => e.body),
-      events.map((e) => e.createdAt.toISOString()),
-    ],
+     VALUES ($1, $2, $3, $4, $5, $6, $7, $7)`,
+    [queued.id, event.clientId, event.type, event.test, event.paymentId, queued.body, event.createdAt],
   );
   return queued;
 }
