@@ -1,9 +1,10 @@
 import type { Db } from '../db/db.ts';
+import { type BatchResult, createBatcher } from '../shared/batcher.ts';
 
 /**
  * The per-key anti-replay mark (spec, Nonce). The mark row is the hottest row in the system: one UPDATE per
  * request on it gets no group commit. So requests are coalesced: every consume() waiting while a flush is in
- * flight joins the next batch, and one statement (consume_nonces, in 0001_foundation.sql) applies the batch in
+ * flight joins the next batch, and one statement (consume_nonces, migrations 0001 and 0021) applies the batch in
  * order and commits once. Each caller is answered only after the flush that covers it has committed, so the mark
  * is durable before the response goes out. Row locks inside the function keep it correct across processes.
  */
@@ -21,22 +22,15 @@ interface Pending {
   keyId: string;
   nonce: string;
   strict: boolean;
-  resolve: (v: NonceVerdict) => void;
-  reject: (e: unknown) => void;
 }
 
 const MAX_BATCH = 512;
 /**
- * Independent flush queues. A key always maps to the same lane, so its nonces are applied in arrival order; the
- * lanes flush in parallel so that PostgreSQL can group their commits instead of one flush waiting for the last.
+ * Independent flush lanes (shared/batcher.ts). A key always maps to the same lane, so its nonces are applied in
+ * arrival order; the lanes flush in parallel so that PostgreSQL can group their commits instead of one flush waiting
+ * for the last.
  */
 const LANES = 2;
-
-function laneOf(keyId: string): number {
-  let h = 0;
-  for (let i = 0; i < keyId.length; i++) h = (h * 31 + keyId.charCodeAt(i)) | 0;
-  return Math.abs(h) % LANES;
-}
 
 export function createNonceStore({
   db,
@@ -46,38 +40,28 @@ export function createNonceStore({
   /** Told the size of each flush (metrics). */
   onBatch?: (size: number) => void;
 }): NonceStore {
-  const lanes = Array.from({ length: LANES }, () => ({ queue: [] as Pending[], flushing: false }));
-
-  async function flush(lane: { queue: Pending[]; flushing: boolean }): Promise<void> {
-    while (lane.queue.length > 0) {
-      const batch = lane.queue.slice(0, MAX_BATCH);
-      lane.queue = lane.queue.slice(batch.length);
+  const flushes = createBatcher<Pending, NonceVerdict>({
+    lanes: LANES,
+    maxBatch: MAX_BATCH,
+    async run(batch) {
       onBatch?.(batch.length);
-      try {
-        const { rows } = await db.query<{ pos: number; verdict: NonceVerdict }>(
-          'SELECT pos, verdict FROM consume_nonces($1::text[], $2::numeric[], $3::boolean[])',
-          [batch.map((p) => p.keyId), batch.map((p) => p.nonce), batch.map((p) => p.strict)],
-        );
-        for (const row of rows) batch[Number(row.pos) - 1]?.resolve(row.verdict);
-      } catch (err) {
-        for (const p of batch) p.reject(err);
-      }
-    }
-    lane.flushing = false;
-  }
+      const { rows } = await db.query<{ pos: number; verdict: NonceVerdict }>(
+        'SELECT pos, verdict FROM consume_nonces($1::text[], $2::numeric[], $3::boolean[])',
+        [batch.map((p) => p.keyId), batch.map((p) => p.nonce), batch.map((p) => p.strict)],
+      );
+      const results: BatchResult<NonceVerdict>[] = batch.map(() => ({
+        ok: false,
+        error: new Error('consume_nonces gave no verdict'),
+      }));
+      for (const row of rows) results[Number(row.pos) - 1] = { ok: true, value: row.verdict };
+      return results;
+    },
+  });
 
   return {
     consume(keyId, nonce, strict) {
       if (!NONCE_FORMAT.test(nonce)) return Promise.resolve('replay');
-      return new Promise<NonceVerdict>((resolve, reject) => {
-        const lane = lanes[laneOf(keyId)]!;
-        lane.queue.push({ keyId, nonce, strict, resolve, reject });
-        if (!lane.flushing) {
-          lane.flushing = true;
-          // setImmediate lets requests that arrive in the same turn share the first flush too.
-          setImmediate(() => void flush(lane));
-        }
-      });
+      return flushes.add({ keyId, nonce, strict }, keyId);
     },
   };
 }
