@@ -4,7 +4,7 @@ import { expectLedgerSound } from '../support/ledger.ts';
 import { scrape } from '../support/metrics.ts';
 import { balanceOf, CCE, CCE_SAME_BANK, newKey, PM } from '../support/payments.ts';
 import type { Answer } from '../support/signed-client.ts';
-import { createTestDb } from '../support/test-db.ts';
+import { createTestDb, withQuery } from '../support/test-db.ts';
 import { startTestServer, type TestClient, type TestServer } from '../support/test-server.ts';
 
 /**
@@ -25,12 +25,28 @@ function withCommitFault(
   let holding: () => void = () => {};
   let failIn = 0;
   let failed = 0;
+  const query: Db['query'] = async (sql, params) => {
+    if (!sql.includes('reserve_payments(')) return inner.query(sql, params);
+    const items = (JSON.parse(String(params![0])) as unknown[]).length;
+    if (failIn > 0 && --failIn === 0) {
+      failed = items;
+      return inner.tx(async (q) => {
+        await q.query(sql, params);
+        throw new Error('injected: the commit of this batch failed');
+      });
+    }
+    const result = await inner.query(sql, params);
+    // Held after the commit: the lane stays busy while the database serves the requests queueing behind it.
+    if (holdMs > 0) {
+      const ms = holdMs;
+      holdMs = 0;
+      holding();
+      await new Promise((r) => setTimeout(r, ms));
+    }
+    return result as never;
+  };
   return {
-    kind: inner.kind,
-    exec: (sql) => inner.exec(sql),
-    close: () => inner.close(),
-    tx: (fn, options) => inner.tx(fn, options),
-    ...(inner.poolStats ? { poolStats: () => inner.poolStats!() } : {}),
+    ...withQuery(inner, query),
     /** Resolves once the next reserve statement has committed and its hold begins. */
     holdNext(ms) {
       holdMs = ms;
@@ -42,26 +58,6 @@ function withCommitFault(
       failIn = n;
     },
     failedBatch: () => failed,
-    async query(sql, params) {
-      if (!sql.includes('reserve_payments(')) return inner.query(sql, params);
-      const items = (JSON.parse(String(params![0])) as unknown[]).length;
-      if (failIn > 0 && --failIn === 0) {
-        failed = items;
-        return inner.tx(async (q) => {
-          await q.query(sql, params);
-          throw new Error('injected: the commit of this batch failed');
-        });
-      }
-      const result = await inner.query(sql, params);
-      // Held after the commit: the lane stays busy while the database serves the requests queueing behind it.
-      if (holdMs > 0) {
-        const ms = holdMs;
-        holdMs = 0;
-        holding();
-        await new Promise((r) => setTimeout(r, ms));
-      }
-      return result as never;
-    },
   };
 }
 

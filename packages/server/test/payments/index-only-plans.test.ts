@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Db, Queryable } from '../../src/db/db.ts';
 import { CCE, newKey, PM, pay } from '../support/payments.ts';
-import { createTestDb } from '../support/test-db.ts';
+import { createTestDb, withQuery } from '../support/test-db.ts';
 import { startTestServer, type TestClient, type TestServer } from '../support/test-server.ts';
 
 /**
@@ -40,32 +40,25 @@ async function tableReads(q: Queryable): Promise<Map<string, TableReads>> {
 
 function withReadWatch(inner: Db): Db & { calls: Call[] } {
   const calls: Call[] = [];
-  return {
-    calls,
-    kind: inner.kind,
-    exec: (sql) => inner.exec(sql),
-    close: () => inner.close(),
-    tx: (fn, options) => inner.tx(fn, options),
-    ...(inner.poolStats ? { poolStats: () => inner.poolStats!() } : {}),
-    async query(sql, params) {
-      const fn = MONEY_PATH.exec(sql)?.[1];
-      if (fn === undefined) return inner.query(sql, params);
-      return inner.tx(async (q) => {
-        // The counters hold whatever this connection has not yet reported: the call's own reads are the change.
-        const before = await tableReads(q);
-        const result = await q.query(sql, params);
-        const after = await tableReads(q);
-        const change = (t: string, k: keyof TableReads): number => (after.get(t)?.[k] ?? 0) - (before.get(t)?.[k] ?? 0);
-        calls.push({
-          fn,
-          items: Array.isArray(params?.[0]) ? params[0].length : (JSON.parse(String(params?.[0])) as unknown[]).length,
-          seqScanned: [...after.keys()].filter((t) => change(t, 'seqScans') > 0).sort(),
-          paymentRowsRead: change('payments', 'indexRows'),
-        });
-        return result as never;
+  const watched = withQuery(inner, async (sql, params) => {
+    const fn = MONEY_PATH.exec(sql)?.[1];
+    if (fn === undefined) return inner.query(sql, params);
+    return inner.tx(async (q) => {
+      // The counters hold whatever this connection has not yet reported: the call's own reads are the change.
+      const before = await tableReads(q);
+      const result = await q.query(sql, params);
+      const after = await tableReads(q);
+      const change = (t: string, k: keyof TableReads): number => (after.get(t)?.[k] ?? 0) - (before.get(t)?.[k] ?? 0);
+      calls.push({
+        fn,
+        items: Array.isArray(params?.[0]) ? params[0].length : (JSON.parse(String(params?.[0])) as unknown[]).length,
+        seqScanned: [...after.keys()].filter((t) => change(t, 'seqScans') > 0).sort(),
+        paymentRowsRead: change('payments', 'indexRows'),
       });
-    },
-  };
+      return result as never;
+    });
+  });
+  return { ...watched, calls };
 }
 
 describe('plans of the money path', () => {

@@ -72,3 +72,15 @@ export async function createTestDb(options: { migrated?: boolean } = {}): Promis
     },
   };
 }
+
+/** The same database with its query() wrapped (fault injection, observation); everything else goes to inner. */
+export function withQuery(inner: Db, query: Db['query']): Db {
+  return {
+    kind: inner.kind,
+    query,
+    exec: (sql) => inner.exec(sql),
+    close: () => inner.close(),
+    tx: (fn, options) => inner.tx(fn, options),
+    ...(inner.poolStats ? { poolStats: () => inner.poolStats!() } : {}),
+  };
+}
