@@ -9,7 +9,7 @@ import { findPaymentsByIds, type Payment } from './repository.ts';
 
 /**
  * The booking phase of a batch: what the rail answered for each payment, moved out of processing by one call of
- * book_payments (migrations 0013, 0022) with the ledger effect of lifecycle.ts and the event of each move: one
+ * book_payments (migrations 0013, 0025) with the ledger effect of lifecycle.ts and the event of each move: one
  * statement, so one round trip and one commit. Only a processing payment moves, and a moved payment's next state
  * is known here, so its event is rendered before the call and written by the function only if it moves. A payment
  * no longer processing (booked by another path meanwhile) is answered as it is.

@@ -11,7 +11,7 @@ import { findPaymentsByIds, type Payment } from './repository.ts';
 import type { RuleViolation } from './rules.ts';
 
 /**
- * The reserve phase of a batch: one call of reserve_payments (migrations 0013, 0021) consumes the nonces, decides
+ * The reserve phase of a batch: one call of reserve_payments (migrations 0013, 0025) consumes the nonces, decides
  * every item in arrival order under locks taken in one fixed order, creates the payments with their holds,
  * allowance and quote use, and writes the event of each payment that failed at once: one statement, so one round
  * trip and one commit for the batch.
@@ -23,7 +23,7 @@ import type { RuleViolation } from './rules.ts';
 /**
  * Placeholders in a failed payment's event body, as JSON strings. Each holds U+0001, which JSON renders escaped
  * and which no accepted request value can hold (http/input-rules.ts refuses control characters), so a placeholder
- * can never be met inside a value of the request. reserve_payments (migration 0021) replaces each with the JSON
+ * can never be met inside a value of the request. reserve_payments (migration 0025) replaces each with the JSON
  * of its value.
  */
 const SLOT = {
