@@ -388,6 +388,44 @@ describe('sandbox rail re-submission of a reference', () => {
     expect(kinds).toEqual(['completed', ...Array(7).fill('unknown')]);
     expect(await linesOf(tr.paymentId)).toEqual(DEBIT);
   });
+
+  it('in one batch takes the first of a reference and counts every other submission of it', async () => {
+    const seen = transfer('PM', 150000n);
+    await rail.submit(seen);
+    const twice = transfer('PM', 150000n);
+    const fresh = transfer('PM', 150000n);
+    const answers = await rail.submitBatch!([twice, seen, twice, fresh, seen]);
+    expect(answers.map(answer)).toEqual([COMPLETED, RECONCILING, RECONCILING, COMPLETED, RECONCILING]);
+    const { rows } = await t.db.query<{ rail_reference: string; resubmissions: number }>(
+      'SELECT rail_reference, resubmissions FROM sandbox_bank_transfers WHERE rail_reference = ANY ($1::text[])',
+      [[seen.railReference, twice.railReference, fresh.railReference]],
+    );
+    const counts = new Map(rows.map((r) => [r.rail_reference, Number(r.resubmissions)]));
+    expect(counts).toEqual(
+      new Map([
+        [seen.railReference, 2],
+        [twice.railReference, 1],
+        [fresh.railReference, 0],
+      ]),
+    );
+    for (const tr of [seen, twice, fresh]) expect(await linesOf(tr.paymentId)).toEqual(DEBIT);
+  });
+});
+
+describe('sandbox rail commits', () => {
+  // The bank's own commit need not wait for the disk (migration 0026); the service's next commit on the same
+  // connection must. The embedded database has a single session, so a setting that outlived the bank's
+  // transaction would show here.
+  it('leave the connection committing synchronously', async () => {
+    await t.db.tx(async (q) => {
+      await q.query('SELECT * FROM sandbox_submit_transfers($1::jsonb)', ['[]']);
+      const inside = await q.query<{ synchronous_commit: string }>('SHOW synchronous_commit');
+      expect(inside.rows[0]!.synchronous_commit).toBe('off');
+    });
+    await rail.submit(transfer('PM', 150000n));
+    const after = await t.db.query<{ synchronous_commit: string }>('SHOW synchronous_commit');
+    expect(after.rows[0]!.synchronous_commit).toBe('on');
+  });
 });
 
 describe('sandbox rail when the bank is unreachable', () => {
