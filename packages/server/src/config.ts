@@ -277,7 +277,7 @@ export function loadConfig(env: Env = process.env): Config {
     reconcileIntervalMs: integer(env, 'DISPERSA_RECONCILE_INTERVAL_MS', 5000, 10, 86_400_000),
     sandboxSettleMs: integer(env, 'DISPERSA_SANDBOX_SETTLE_MS', 2000, 0, 86_400_000),
     dispatchTimeoutMs: integer(env, 'DISPERSA_DISPATCH_TIMEOUT_MS', 30_000, 1_000, 3_600_000),
-    paymentLanes: integer(env, 'DISPERSA_PAYMENT_LANES', 2, 1, 64),
+    paymentLanes: integer(env, 'DISPERSA_PAYMENT_LANES', 1, 1, 64),
     paymentMaxBatch: integer(env, 'DISPERSA_PAYMENT_MAX_BATCH', 256, 1, 1024),
     embeddedVacuumMinutes: integer(env, 'DISPERSA_EMBEDDED_VACUUM_MINUTES', 15, 1, 1440),
     webhookRetryBaseMs: integer(env, 'DISPERSA_WEBHOOK_RETRY_BASE_MS', 1000, 1, 3_600_000),
