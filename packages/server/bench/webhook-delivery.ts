@@ -138,7 +138,7 @@ async function runOn(kind: DeliveryRun['db'], db: Db, options: RunOptions): Prom
       signer: keys,
       post: poster.post,
       config: { retryBaseMs: 1000, maxAttempts: 12, batchSize: options.batchSize, concurrency: options.concurrency },
-      webhookUrlFor: async (id) => (id === clientId ? url : null),
+      webhookUrlsFor: async (ids) => new Map(ids.map((id) => [id, id === clientId ? url : null])),
     });
     const started = performance.now();
     const deadline = started + deadlineMs;

@@ -37,8 +37,8 @@ export interface DeliveryWorkerDeps {
   signer: { activeSigner(): Promise<ActiveSigner> };
   post: PostFn;
   config: DeliveryConfig;
-  /** The client's active webhook URL, or null when it has none. Asked once per client per batch. */
-  webhookUrlFor(clientId: string): Promise<string | null>;
+  /** The active webhook URL of each client (null: it has none). Asked once per claimed batch, for all its clients. */
+  webhookUrlsFor(clientIds: readonly string[]): Promise<ReadonlyMap<string, string | null>>;
   /** Jitter source, [0, 1); injectable for tests. */
   random?: () => number;
   /** Where a failure of a launched delivery goes when processNext has already returned (pipelined mode). */
@@ -181,15 +181,12 @@ export function createDeliveryWorker(deps: DeliveryWorkerDeps): DeliveryWorker {
     const claimed = await claim(limit);
     const first = claimed[0];
     if (first === undefined) return undefined;
-    const urls = new Map<string, string | null>();
-    for (const e of claimed) {
-      if (!urls.has(e.client_id)) urls.set(e.client_id, await deps.webhookUrlFor(e.client_id));
-    }
-    const silent = claimed.filter((e) => urls.get(e.client_id) === null);
+    const urls = await deps.webhookUrlsFor([...new Set(claimed.map((e) => e.client_id))]);
+    const silent = claimed.filter((e) => (urls.get(e.client_id) ?? null) === null);
     if (silent.length > 0) {
       await db.query(NO_WEBHOOK_SQL, [silent.map((e) => e.id), silent.map((e) => e.attempt)]);
     }
-    const deliverable = claimed.filter((e) => urls.get(e.client_id) !== null);
+    const deliverable = claimed.filter((e) => (urls.get(e.client_id) ?? null) !== null);
     if (deliverable.length === 0) return first.id;
 
     const active = await signer.activeSigner();

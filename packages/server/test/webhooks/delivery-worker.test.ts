@@ -4,6 +4,7 @@ import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from
 import type { Db } from '../../src/db/db.ts';
 import { ManualClock } from '../../src/shared/clock.ts';
 import { randomId } from '../../src/shared/ids.ts';
+import { activeUrls } from '../../src/webhooks/config-store.ts';
 import { createDeliveryWorker, type DeliveryConfig, type DeliveryWorker } from '../../src/webhooks/delivery-worker.ts';
 import { type Jwks, lookupInJwks, verifyDetached } from '../../src/webhooks/jws.ts';
 import { createSafePost, type PostFn, type SafePoster } from '../../src/webhooks/safe-post.ts';
@@ -62,7 +63,7 @@ function worker(config: Partial<DeliveryConfig> = {}, options: { db?: Db; post?:
     signer: keys,
     post: options.post ?? poster.post,
     config: { retryBaseMs: 1000, maxAttempts: 4, ...config },
-    webhookUrlFor: async (id) => urls.get(id) ?? null,
+    webhookUrlsFor: async (ids) => new Map(ids.map((id) => [id, urls.get(id) ?? null])),
     // No jitter: the n-th retry waits exactly half of base × 2^(n−1).
     random: () => 0,
   });
@@ -528,12 +529,61 @@ describe('pipelined delivery (the service runs it this way)', () => {
       signer: keys,
       post: poster.post,
       config: { retryBaseMs: 1000, maxAttempts: 4, batchSize: 20 },
-      webhookUrlFor: async (id) => urls.get(id) ?? null,
+      webhookUrlsFor: async (ids) => new Map(ids.map((id) => [id, urls.get(id) ?? null])),
     });
     await w.processNext();
     expect(receiver.requests).toHaveLength(20);
     expect(recordStatements).toBeLessThan(10);
     const { rows } = await t.db.query<{ n: number }>('SELECT count(*)::int AS n FROM webhook_attempts');
     expect(Number(rows[0]!.n)).toBe(20);
+  });
+});
+
+describe('webhook URLs of a claimed batch', () => {
+  it('are asked for once per claim, for the distinct clients of the batch', async () => {
+    for (let i = 0; i < 3; i++) await insertEvent(t.db, { clientId, dueAt: clock.now() });
+    for (let i = 0; i < 2; i++) await insertEvent(t.db, { clientId: silentClientId, dueAt: clock.now() });
+    const asked: string[][] = [];
+    const w = createDeliveryWorker({
+      db: t.db,
+      clock,
+      signer: keys,
+      post: poster.post,
+      config: { retryBaseMs: 1000, maxAttempts: 4, batchSize: 10 },
+      webhookUrlsFor: async (ids) => {
+        asked.push([...ids]);
+        return new Map(ids.map((id) => [id, urls.get(id) ?? null]));
+      },
+    });
+    await w.processNext();
+    expect(asked.map((ids) => [...ids].sort())).toEqual([[clientId, silentClientId].sort()]);
+    expect(receiver.requests).toHaveLength(3);
+    const { rows } = await t.db.query<{ delivery_status: string; n: number }>(
+      'SELECT delivery_status, count(*)::int AS n FROM events GROUP BY 1 ORDER BY 1',
+    );
+    expect(rows.map((r) => [r.delivery_status, Number(r.n)])).toEqual([
+      ['delivered', 3],
+      ['no_webhook', 2],
+    ]);
+  });
+
+  it('come from the clients’ webhook configuration in one statement, null for a client with none', async () => {
+    await t.db.query(
+      `INSERT INTO webhook_configs (client_id, url, updated_at) VALUES ($1, 'https://hooks.example/a', now())
+       ON CONFLICT (client_id) DO UPDATE SET url = EXCLUDED.url`,
+      [clientId],
+    );
+    try {
+      const found = await activeUrls(t.db, [clientId, silentClientId, 'cli_unknown']);
+      expect(found).toEqual(
+        new Map([
+          [clientId, 'https://hooks.example/a'],
+          [silentClientId, null],
+          ['cli_unknown', null],
+        ]),
+      );
+    } finally {
+      await t.db.query('DELETE FROM webhook_configs WHERE client_id = $1', [clientId]);
+    }
   });
 });
