@@ -65,24 +65,9 @@ interface Claimed {
   seq: string;
 }
 
-// A candidate is due and pending, and no earlier event of its payment is still pending. Dead-lettered
-// events do not hold the payment's later events back: they wait for an operator, the later ones do not.
-// MATERIALIZED: the locking subquery runs exactly once, so LIMIT bounds what is locked and updated.
-const CLAIM_SQL = `
-  WITH due AS MATERIALIZED (
-    SELECT e.id
-    FROM events e
-    WHERE e.delivery_status = 'pending' AND e.next_attempt_at <= $1
-      AND NOT EXISTS (
-        SELECT 1 FROM events p
-        WHERE e.payment_id IS NOT NULL AND p.payment_id = e.payment_id
-          AND p.seq < e.seq AND p.delivery_status = 'pending')
-    ORDER BY e.next_attempt_at, e.seq
-    LIMIT $3
-    FOR UPDATE OF e SKIP LOCKED)
-  UPDATE events SET attempts = attempts + 1, next_attempt_at = $2
-  FROM due WHERE events.id = due.id
-  RETURNING events.id, events.client_id, events.body, events.attempts AS attempt, events.seq`;
+// Up to $3 due events whose payment has no earlier pending event, in due order, each numbered and leased until $2
+// (migration 0027 says why it is a function).
+const CLAIM_SQL = 'SELECT id, client_id, body, attempt, seq FROM claim_due_events($1, $2, $3)';
 
 // The claim was not an attempt: give its number back.
 const NO_WEBHOOK_SQL = `

@@ -9,6 +9,7 @@ import { createDeliveryWorker, type DeliveryConfig, type DeliveryWorker } from '
 import { type Jwks, lookupInJwks, verifyDetached } from '../../src/webhooks/jws.ts';
 import { createSafePost, type PostFn, type SafePoster } from '../../src/webhooks/safe-post.ts';
 import { createSigningKeys, type SigningKeys } from '../../src/webhooks/signing-keys.ts';
+import { withQuery } from '../support/test-db.ts';
 import { waitFor } from './e2e.ts';
 import {
   insertClient,
@@ -585,5 +586,39 @@ describe('webhook URLs of a claimed batch', () => {
     } finally {
       await t.db.query('DELETE FROM webhook_configs WHERE client_id = $1', [clientId]);
     }
+  });
+});
+
+describe('the claim with a backlog', () => {
+  // However the planner sees the events table (a fresh database has no statistics, the embedded one never gathers
+  // them on its own), a claim reads about as many events as it takes, not the whole backlog.
+  it('reads a bounded number of events, not every pending one', async () => {
+    await t.db.query(
+      `INSERT INTO events (id, client_id, type, payment_id, body, created_at, next_attempt_at)
+       SELECT 'evt_backlog' || g, $1, 'payment.state_changed', 'pay_backlog' || g, '{}', $2, $2
+       FROM generate_series(1, 2000) g`,
+      [silentClientId, clock.now()],
+    );
+    const reads: number[] = [];
+    const watched = withQuery(t.db, async (sql, params) => {
+      if (!sql.includes('claim_due_events(')) return t.db.query(sql, params);
+      return t.db.tx(async (q) => {
+        const fetched = async () => {
+          const { rows } = await q.query<{ n: string }>(
+            `SELECT (coalesce(idx_tup_fetch, 0) + seq_tup_read)::text AS n
+             FROM pg_stat_xact_user_tables WHERE relname = 'events'`,
+          );
+          return Number(rows[0]?.n ?? 0);
+        };
+        const before = await fetched();
+        const result = await q.query(sql, params);
+        reads.push((await fetched()) - before);
+        return result as never;
+      });
+    });
+    await worker({ batchSize: 10 }, { db: watched }).processNext();
+    expect(reads).toHaveLength(1);
+    expect(reads[0]).toBeGreaterThanOrEqual(10);
+    expect(reads[0]).toBeLessThan(100);
   });
 });
