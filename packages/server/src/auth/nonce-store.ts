@@ -1,5 +1,5 @@
 import type { Db } from '../db/db.ts';
-import { type BatchResult, createBatcher } from '../shared/batcher.ts';
+import { createBatcher, resultsAt } from '../shared/batcher.ts';
 
 /**
  * The per-key anti-replay mark (spec, Nonce). The mark row is the hottest row in the system: one UPDATE per
@@ -49,12 +49,11 @@ export function createNonceStore({
         'SELECT pos, verdict FROM consume_nonces($1::text[], $2::numeric[], $3::boolean[])',
         [batch.map((p) => p.keyId), batch.map((p) => p.nonce), batch.map((p) => p.strict)],
       );
-      const results: BatchResult<NonceVerdict>[] = batch.map(() => ({
-        ok: false,
-        error: new Error('consume_nonces gave no verdict'),
-      }));
-      for (const row of rows) results[Number(row.pos) - 1] = { ok: true, value: row.verdict };
-      return results;
+      return resultsAt(
+        batch.length,
+        rows.map((row) => [Number(row.pos) - 1, row.verdict] as const),
+        'consume_nonces gave no verdict',
+      );
     },
   });
 

@@ -1,7 +1,7 @@
 import type { RailCode } from '../config.ts';
 import { type Db, statementRetrying } from '../db/db.ts';
 import type { DocType } from '../rails/rail.ts';
-import type { BatchResult } from '../shared/batcher.ts';
+import { type BatchResult, resultsAt } from '../shared/batcher.ts';
 import type { Clock } from '../shared/clock.ts';
 import { renderEvent } from '../webhooks/outbox.ts';
 import type { CreateResult, ReserveItem } from './create.ts';
@@ -78,16 +78,14 @@ export async function reserveBatch(
   for (const r of rows) {
     if (r.verdict === 'created') payments.set(r.payment_id!, createdPayment(r, items[r.idx]!, at));
   }
-  const results: BatchResult<CreateResult>[] = items.map(() => ({
-    ok: false,
-    error: new Error('reserve_payments gave no verdict'),
-  }));
-  for (const row of rows) {
-    const item = items[row.idx]!;
-    const payment = row.payment_id === null ? undefined : payments.get(row.payment_id);
-    results[row.idx] = { ok: true, value: resultOf(row, item, payment) };
-  }
-  return results;
+  return resultsAt(
+    items.length,
+    rows.map((row) => {
+      const payment = row.payment_id === null ? undefined : payments.get(row.payment_id);
+      return [row.idx, resultOf(row, items[row.idx]!, payment)] as const;
+    }),
+    'reserve_payments gave no verdict',
+  );
 }
 
 /** The event of the item's payment should it fail at once, with the function's values left as placeholders. */

@@ -85,3 +85,14 @@ export function createBatcher<I, O>(options: BatcherOptions<I, O>): Batcher<I, O
     },
   };
 }
+
+/**
+ * A batch's results from the answers found for some of its positions (index, value); a position left without one
+ * fails with an error saying so. The error is made only for such a position: made for every item beforehand, as a
+ * placeholder, its stack capture cost more than the rest of a nonce flush.
+ */
+export function resultsAt<O>(size: number, answers: Iterable<readonly [number, O]>, missing: string): BatchResult<O>[] {
+  const results: (BatchResult<O> | undefined)[] = new Array(size);
+  for (const [index, value] of answers) results[index] = { ok: true, value };
+  return Array.from(results, (r) => r ?? { ok: false, error: new Error(missing) });
+}
