@@ -132,13 +132,13 @@ async function runOn(kind: DeliveryRun['db'], db: Db, options: RunOptions): Prom
   try {
     const { port } = await request<{ port: number }>(receiver, { jwks: await keys.jwks() });
     const url = `http://127.0.0.1:${port}/hook`;
+    await db.query('INSERT INTO webhook_configs (client_id, url, updated_at) VALUES ($1, $2, now())', [clientId, url]);
     const worker = createDeliveryWorker({
       db,
       clock: systemClock,
       signer: keys,
       post: poster.post,
       config: { retryBaseMs: 1000, maxAttempts: 12, batchSize: options.batchSize, concurrency: options.concurrency },
-      webhookUrlsFor: async (ids) => new Map(ids.map((id) => [id, id === clientId ? url : null])),
     });
     const started = performance.now();
     const deadline = started + deadlineMs;

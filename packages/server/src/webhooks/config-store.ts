@@ -115,17 +115,6 @@ export async function activeUrl(q: Queryable, clientId: string): Promise<string 
   return rows[0]?.url ?? null;
 }
 
-/** The active URL of each of the clients (null when it has none), in one statement. */
-export async function activeUrls(q: Queryable, clientIds: readonly string[]): Promise<Map<string, string | null>> {
-  const { rows } = await q.query<{ client_id: string; url: string | null }>(
-    'SELECT client_id, url FROM webhook_configs WHERE client_id = ANY ($1::text[])',
-    [clientIds],
-  );
-  const urls = new Map<string, string | null>(clientIds.map((id) => [id, null]));
-  for (const r of rows) urls.set(r.client_id, r.url);
-  return urls;
-}
-
 export async function pendingRequest(
   q: Queryable,
   clientId: string,

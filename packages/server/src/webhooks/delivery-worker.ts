@@ -37,8 +37,6 @@ export interface DeliveryWorkerDeps {
   signer: { activeSigner(): Promise<ActiveSigner> };
   post: PostFn;
   config: DeliveryConfig;
-  /** The active webhook URL of each client (null: it has none). Asked once per claimed batch, for all its clients. */
-  webhookUrlsFor(clientIds: readonly string[]): Promise<ReadonlyMap<string, string | null>>;
   /** Jitter source, [0, 1); injectable for tests. */
   random?: () => number;
   /** Where a failure of a launched delivery goes when processNext has already returned (pipelined mode). */
@@ -63,17 +61,13 @@ interface Claimed {
   body: string;
   attempt: number;
   seq: string;
+  /** The client's webhook URL when claimed; null: it has none, and the claim settled the event as no_webhook. */
+  url: string | null;
 }
 
-// Up to $3 due events whose payment has no earlier pending event, in due order, each numbered and leased until $2
-// (migration 0027 says why it is a function).
-const CLAIM_SQL = 'SELECT id, client_id, body, attempt, seq FROM claim_due_events($1, $2, $3)';
-
-// The claim was not an attempt: give its number back.
-const NO_WEBHOOK_SQL = `
-  UPDATE events SET delivery_status = 'no_webhook', attempts = attempts - 1, last_error = 'no webhook URL'
-  FROM unnest($1::text[], $2::int[]) AS v(id, attempt)
-  WHERE events.id = v.id AND events.attempts = v.attempt AND events.delivery_status = 'pending'`;
+// Up to $3 due events whose payment has no earlier pending event, in due order, each with its client's webhook URL:
+// numbered and leased until $2, or, the client having none, settled as no_webhook (migrations 0027 and 0028).
+const CLAIM_SQL = 'SELECT id, client_id, body, attempt, seq, url FROM claim_due_events($1, $2, $3)';
 
 function failureText(result: PostResult): string {
   if (result.error !== undefined) return result.error;
@@ -166,19 +160,14 @@ export function createDeliveryWorker(deps: DeliveryWorkerDeps): DeliveryWorker {
     const claimed = await claim(limit);
     const first = claimed[0];
     if (first === undefined) return undefined;
-    const urls = await deps.webhookUrlsFor([...new Set(claimed.map((e) => e.client_id))]);
-    const silent = claimed.filter((e) => (urls.get(e.client_id) ?? null) === null);
-    if (silent.length > 0) {
-      await db.query(NO_WEBHOOK_SQL, [silent.map((e) => e.id), silent.map((e) => e.attempt)]);
-    }
-    const deliverable = claimed.filter((e) => (urls.get(e.client_id) ?? null) !== null);
+    const deliverable = claimed.filter((e): e is Claimed & { url: string } => e.url !== null);
     if (deliverable.length === 0) return first.id;
 
     const active = await signer.activeSigner();
     const attemptedAt = clock.now();
     const launched = deliverable.map((event) => {
       inFlight++;
-      return deliver(event, urls.get(event.client_id) as string, active, attemptedAt).finally(release);
+      return deliver(event, event.url, active, attemptedAt).finally(release);
     });
     if (concurrency === null) {
       await Promise.all(launched);

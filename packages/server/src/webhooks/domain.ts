@@ -3,7 +3,7 @@ import type { Domain } from '../domain.ts';
 import type { WebhookView } from '../identity/routes.ts';
 import { sleep } from '../shared/run-worker.ts';
 import { registerWebhookAdminRoutes } from './admin-routes.ts';
-import { activeUrl, activeUrls } from './config-store.ts';
+import { activeUrl } from './config-store.ts';
 import { createDeliveryWorker, type DeliveryWorker } from './delivery-worker.ts';
 import { resolveMasterKey } from './master-key.ts';
 import { enqueueTestEvent } from './outbox.ts';
@@ -82,7 +82,6 @@ export async function createWebhookDomain(ctx: AppContext, options: WebhookDomai
       batchSize: DELIVERY_BATCH,
       concurrency: DELIVERY_CONCURRENCY,
     },
-    webhookUrlsFor: (clientIds) => activeUrls(db, clientIds),
     onError: (err) => logger.error({ err }, 'recording a webhook delivery failed; it is retried after its lease'),
     onOutcome: (o) => ctx.metrics.webhookDelivery(o.status === 'pending' ? 'retrying' : o.status, o.durationMs / 1000),
   });

@@ -4,7 +4,6 @@ import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from
 import type { Db } from '../../src/db/db.ts';
 import { ManualClock } from '../../src/shared/clock.ts';
 import { randomId } from '../../src/shared/ids.ts';
-import { activeUrls } from '../../src/webhooks/config-store.ts';
 import { createDeliveryWorker, type DeliveryConfig, type DeliveryWorker } from '../../src/webhooks/delivery-worker.ts';
 import { type Jwks, lookupInJwks, verifyDetached } from '../../src/webhooks/jws.ts';
 import { createSafePost, type PostFn, type SafePoster } from '../../src/webhooks/safe-post.ts';
@@ -29,7 +28,15 @@ let poster: SafePoster;
 let clock: ManualClock;
 let clientId: string;
 let silentClientId: string;
-const urls = new Map<string, string>();
+
+/** The client's active webhook URL (webhook_configs, as a proven change leaves it); null: none. */
+async function setUrl(client: string, url: string | null): Promise<void> {
+  await t.db.query(
+    `INSERT INTO webhook_configs (client_id, url, updated_at) VALUES ($1, $2, now())
+     ON CONFLICT (client_id) DO UPDATE SET url = EXCLUDED.url`,
+    [client, url],
+  );
+}
 
 beforeAll(async () => {
   t = await openTestDb();
@@ -49,8 +56,8 @@ beforeEach(async () => {
   await t.db.query('DELETE FROM webhook_attempts');
   await t.db.query('DELETE FROM events');
   clock.set(new Date(Date.UTC(2026, 0, 1)));
-  urls.clear();
-  urls.set(clientId, receiver.url);
+  await t.db.query('DELETE FROM webhook_configs');
+  await setUrl(clientId, receiver.url);
   receiver.requests.length = 0;
 });
 afterEach(() => {
@@ -64,7 +71,6 @@ function worker(config: Partial<DeliveryConfig> = {}, options: { db?: Db; post?:
     signer: keys,
     post: options.post ?? poster.post,
     config: { retryBaseMs: 1000, maxAttempts: 4, ...config },
-    webhookUrlsFor: async (ids) => new Map(ids.map((id) => [id, urls.get(id) ?? null])),
     // No jitter: the n-th retry waits exactly half of base × 2^(n−1).
     random: () => 0,
   });
@@ -273,7 +279,7 @@ describe('delivery worker', () => {
       resolve: async () => [{ address: '127.0.0.1', family: 4 }],
     });
     try {
-      urls.set(clientId, `https://evil.test:${receiver.port}/hook`);
+      await setUrl(clientId, `https://evil.test:${receiver.port}/hook`);
       const e = await insertEvent(t.db, { clientId, dueAt: clock.now() });
       const w = worker({}, { post: guarded.post });
       expect(await w.processNext()).toBe(e.id);
@@ -485,7 +491,7 @@ describe('pipelined delivery (the service runs it this way)', () => {
 
   it('one slow receiver holds one slot; the other events keep flowing past it', async () => {
     const slowClient = await insertClient(t.db, 'slow receiver');
-    urls.set(slowClient, `${receiver.url}?slow`);
+    await setUrl(slowClient, `${receiver.url}?slow`);
     let release!: () => void;
     const gate = new Promise<void>((r) => {
       release = r;
@@ -530,7 +536,6 @@ describe('pipelined delivery (the service runs it this way)', () => {
       signer: keys,
       post: poster.post,
       config: { retryBaseMs: 1000, maxAttempts: 4, batchSize: 20 },
-      webhookUrlsFor: async (ids) => new Map(ids.map((id) => [id, urls.get(id) ?? null])),
     });
     await w.processNext();
     expect(receiver.requests).toHaveLength(20);
@@ -540,52 +545,37 @@ describe('pipelined delivery (the service runs it this way)', () => {
   });
 });
 
-describe('webhook URLs of a claimed batch', () => {
-  it('are asked for once per claim, for the distinct clients of the batch', async () => {
-    for (let i = 0; i < 3; i++) await insertEvent(t.db, { clientId, dueAt: clock.now() });
-    for (let i = 0; i < 2; i++) await insertEvent(t.db, { clientId: silentClientId, dueAt: clock.now() });
-    const asked: string[][] = [];
-    const w = createDeliveryWorker({
-      db: t.db,
-      clock,
-      signer: keys,
-      post: poster.post,
-      config: { retryBaseMs: 1000, maxAttempts: 4, batchSize: 10 },
-      webhookUrlsFor: async (ids) => {
-        asked.push([...ids]);
-        return new Map(ids.map((id) => [id, urls.get(id) ?? null]));
-      },
+describe('a claimed batch', () => {
+  it('settles the events of a client without a webhook in the claim itself, and delivers the others', async () => {
+    const delivered: TestEvent[] = [];
+    for (let i = 0; i < 3; i++) delivered.push(await insertEvent(t.db, { clientId, dueAt: clock.now() }));
+    const silent: TestEvent[] = [];
+    for (let i = 0; i < 2; i++) silent.push(await insertEvent(t.db, { clientId: silentClientId, dueAt: clock.now() }));
+    const statements: string[] = [];
+    const counting = withQuery(t.db, (sql, params) => {
+      statements.push(sql);
+      return t.db.query(sql, params);
     });
-    await w.processNext();
-    expect(asked.map((ids) => [...ids].sort())).toEqual([[clientId, silentClientId].sort()]);
+    await worker({ batchSize: 10 }, { db: counting }).processNext();
     expect(receiver.requests).toHaveLength(3);
-    const { rows } = await t.db.query<{ delivery_status: string; n: number }>(
-      'SELECT delivery_status, count(*)::int AS n FROM events GROUP BY 1 ORDER BY 1',
+    const { rows } = await t.db.query<{ id: string; delivery_status: string; attempts: number; last_error: string }>(
+      'SELECT id, delivery_status, attempts, last_error FROM events',
     );
-    expect(rows.map((r) => [r.delivery_status, Number(r.n)])).toEqual([
-      ['delivered', 3],
-      ['no_webhook', 2],
-    ]);
-  });
-
-  it('come from the clients’ webhook configuration in one statement, null for a client with none', async () => {
-    await t.db.query(
-      `INSERT INTO webhook_configs (client_id, url, updated_at) VALUES ($1, 'https://hooks.example/a', now())
-       ON CONFLICT (client_id) DO UPDATE SET url = EXCLUDED.url`,
-      [clientId],
-    );
-    try {
-      const found = await activeUrls(t.db, [clientId, silentClientId, 'cli_unknown']);
-      expect(found).toEqual(
-        new Map([
-          [clientId, 'https://hooks.example/a'],
-          [silentClientId, null],
-          ['cli_unknown', null],
-        ]),
-      );
-    } finally {
-      await t.db.query('DELETE FROM webhook_configs WHERE client_id = $1', [clientId]);
+    const byId = new Map(rows.map((r) => [r.id, r]));
+    for (const e of delivered) expect(byId.get(e.id)).toMatchObject({ delivery_status: 'delivered', attempts: 1 });
+    // Nothing was attempted: no attempt number, and no attempt row.
+    for (const e of silent) {
+      expect(byId.get(e.id)).toMatchObject({
+        delivery_status: 'no_webhook',
+        attempts: 0,
+        last_error: 'no webhook URL',
+      });
     }
+    const attempts = await t.db.query<{ event_id: string }>('SELECT event_id FROM webhook_attempts');
+    expect(attempts.rows.map((r) => r.event_id).sort()).toEqual(delivered.map((e) => e.id).sort());
+    // One claim, and no statement of its own to settle the silent events.
+    expect(statements.filter((sql) => sql.includes('claim_due_events('))).toHaveLength(1);
+    expect(statements.filter((sql) => sql.includes('no_webhook'))).toEqual([]);
   });
 });
 

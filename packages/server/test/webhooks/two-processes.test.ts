@@ -43,6 +43,10 @@ describe.skipIf(!usingPostgres())('two worker processes', () => {
       res.writeHead(200).end();
     });
     const clientId = await insertClient(testDb.db);
+    await testDb.db.query('INSERT INTO webhook_configs (client_id, url, updated_at) VALUES ($1, $2, now())', [
+      clientId,
+      receiver.url,
+    ]);
     const order = new Map<string, string[]>();
     const payments = Array.from({ length: 30 }, () => randomId('pay'));
     await testDb.db.tx(async (q) => {
@@ -61,7 +65,6 @@ describe.skipIf(!usingPostgres())('two worker processes', () => {
           ...process.env,
           WORKER_DATABASE_URL: testDb.url!,
           WORKER_MASTER_KEY: masterKey.toString('base64'),
-          WORKER_RECEIVER_URL: receiver.url,
         },
         stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
       }),
