@@ -48,15 +48,6 @@ DECLARE
   -- What the batch writes, collected by the loop and written after it.
   r_pay payments%ROWTYPE;
   w_pay payments[] := '{}';
-  w_hold_payment text[] := '{}';
-  w_hold_account text[] := '{}';
-  w_hold_currency text[] := '{}';
-  w_hold_amount bigint[] := '{}';
-  w_usage_key text[] := '{}';
-  w_usage_rail text[] := '{}';
-  w_usage_amount bigint[] := '{}';
-  w_quote_id text[] := '{}';
-  w_quote_payment text[] := '{}';
   w_event_id text[] := '{}';
   w_event_client text[] := '{}';
   w_event_payment text[] := '{}';
@@ -253,17 +244,8 @@ BEGIN
     IF v_state = 'processing' THEN
       v_balance := jsonb_set(v_balance, ARRAY[v_account], to_jsonb(v_available - v_source));
       v_usage := jsonb_set(v_usage, ARRAY[v_usage_key], to_jsonb(v_used + v_amount));
-      w_hold_payment := w_hold_payment || payment_id;
-      w_hold_account := w_hold_account || v_account;
-      w_hold_currency := w_hold_currency || (it->>'sourceCurrency');
-      w_hold_amount := w_hold_amount || v_source;
-      w_usage_key := w_usage_key || (it->>'key');
-      w_usage_rail := w_usage_rail || (it->>'rail');
-      w_usage_amount := w_usage_amount || v_amount;
       IF it->>'quoteId' IS NOT NULL THEN
         v_quotes := jsonb_set(v_quotes, ARRAY[it->>'quoteId', '5'], 'true');
-        w_quote_id := w_quote_id || (it->>'quoteId');
-        w_quote_payment := w_quote_payment || payment_id;
       END IF;
     END IF;
     verdict := 'created';
@@ -282,20 +264,23 @@ BEGIN
     SELECT e.id, e.client, 'payment.state_changed', false, e.payment, e.body, at, at
     FROM unnest(w_event_id, w_event_client, w_event_payment, w_event_body) WITH ORDINALITY AS e(id, client, payment, body, o)
     ORDER BY e.o;
+  -- What each processing payment takes: its hold on the balance, the balance, the key's allowance, its quote.
   INSERT INTO holds (id, account_id, payment_id, currency, amount_minor)
-    SELECT 'hld_' || h.payment, h.account, h.payment, h.currency, h.amount
-    FROM unnest(w_hold_payment, w_hold_account, w_hold_currency, w_hold_amount) AS h(payment, account, currency, amount);
+    SELECT 'hld_' || p.id, 'client:' || p.client_id || ':' || p.source_currency, p.id, p.source_currency,
+      p.source_amount_minor
+    FROM unnest(w_pay) p WHERE p.state = 'processing';
   UPDATE ledger_accounts a SET available_minor = a.available_minor - d.total
-    FROM (SELECT h.account, sum(h.amount)::bigint AS total FROM unnest(w_hold_account, w_hold_amount) AS h(account, amount)
-      GROUP BY h.account) d
+    FROM (SELECT 'client:' || p.client_id || ':' || p.source_currency AS account,
+            sum(p.source_amount_minor)::bigint AS total
+          FROM unnest(w_pay) p WHERE p.state = 'processing' GROUP BY 1) d
     WHERE a.id = d.account;
   UPDATE key_daily_usage u SET used_minor = u.used_minor + d.total
-    FROM (SELECT k.key_id, k.rail, sum(k.amount)::bigint AS total
-      FROM unnest(w_usage_key, w_usage_rail, w_usage_amount) AS k(key_id, rail, amount) GROUP BY k.key_id, k.rail) d
+    FROM (SELECT p.key_id, p.rail, sum(p.amount_minor)::bigint AS total
+          FROM unnest(w_pay) p WHERE p.state = 'processing' GROUP BY p.key_id, p.rail) d
     WHERE u.key_id = d.key_id AND u.rail = d.rail AND u.day = v_day;
-  UPDATE quotes q SET used_by_payment_id = d.payment, used_at = at
-    FROM unnest(w_quote_id, w_quote_payment) AS d(quote_id, payment)
-    WHERE q.quote_id = d.quote_id;
+  UPDATE quotes q SET used_by_payment_id = p.id, used_at = at
+    FROM unnest(w_pay) p
+    WHERE p.state = 'processing' AND p.quote_id IS NOT NULL AND q.quote_id = p.quote_id;
 END;
 $$;
 
