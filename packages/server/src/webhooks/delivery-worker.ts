@@ -66,7 +66,7 @@ interface Claimed {
 }
 
 // Up to $3 due events whose payment has no earlier pending event, in due order, each with its client's webhook URL:
-// numbered and leased until $2, or, the client having none, settled as no_webhook (migrations 0027 and 0028).
+// numbered and leased until $2, or, the client having none, settled as no_webhook (migration 0027).
 const CLAIM_SQL = 'SELECT id, client_id, body, attempt, seq, url FROM claim_due_events($1, $2, $3)';
 
 function failureText(result: PostResult): string {
