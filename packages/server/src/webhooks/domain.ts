@@ -17,8 +17,6 @@ import { createVerificationSender } from './verification-sender.ts';
 /** Webhook configuration, signing keys (JWKS), delivery and verification workers, and their routes. */
 export interface WebhookDomain extends Domain {
   webhookViewOf(clientId: string): Promise<WebhookView>;
-  /** The active URL events of this client go to; null when none. */
-  webhookUrlFor(clientId: string): Promise<string | null>;
   keys: SigningKeys;
   changes: UrlChangeService;
   delivery: DeliveryWorker;
@@ -62,7 +60,6 @@ export async function createWebhookDomain(ctx: AppContext, options: WebhookDomai
     userAgent,
     timeoutMs: VERIFICATION_TIMEOUT_MS,
   });
-  const webhookUrlFor = (clientId: string) => activeUrl(db, clientId);
 
   const changes = createUrlChangeService({
     db,
@@ -89,7 +86,7 @@ export async function createWebhookDomain(ctx: AppContext, options: WebhookDomai
   const idleMs = Math.max(10, Math.min(100, config.webhookRetryBaseMs));
 
   async function sendTest(clientId: string) {
-    const url = await webhookUrlFor(clientId);
+    const url = await activeUrl(db, clientId);
     if (url === null) return { webhookUrl: null, sent: false };
     await enqueueTestEvent(db, clientId, clock.now());
     return { webhookUrl: url, sent: true };
@@ -99,7 +96,6 @@ export async function createWebhookDomain(ctx: AppContext, options: WebhookDomai
     keys,
     changes,
     delivery,
-    webhookUrlFor,
     async webhookViewOf(clientId) {
       const state = await changes.state(clientId);
       return { url: state.webhookUrl, pendingChange: state.pendingChange as Record<string, unknown> | null };
