@@ -1,4 +1,5 @@
 import type { Db } from '../db/db.ts';
+import { prepared } from '../db/prepared.ts';
 import { createBatcher, resultsAt } from '../shared/batcher.ts';
 
 /**
@@ -24,6 +25,8 @@ interface Pending {
   strict: boolean;
 }
 
+const CONSUME_SQL = prepared('SELECT pos, verdict FROM consume_nonces($1::text[], $2::numeric[], $3::boolean[])');
+
 const MAX_BATCH = 512;
 /**
  * Independent flush lanes (shared/batcher.ts). A key always maps to the same lane, so its nonces are applied in
@@ -45,10 +48,11 @@ export function createNonceStore({
     maxBatch: MAX_BATCH,
     async run(batch) {
       onBatch?.(batch.length);
-      const { rows } = await db.query<{ pos: number; verdict: NonceVerdict }>(
-        'SELECT pos, verdict FROM consume_nonces($1::text[], $2::numeric[], $3::boolean[])',
-        [batch.map((p) => p.keyId), batch.map((p) => p.nonce), batch.map((p) => p.strict)],
-      );
+      const { rows } = await db.query<{ pos: number; verdict: NonceVerdict }>(CONSUME_SQL, [
+        batch.map((p) => p.keyId),
+        batch.map((p) => p.nonce),
+        batch.map((p) => p.strict),
+      ]);
       return resultsAt(
         batch.length,
         rows.map((row) => [Number(row.pos) - 1, row.verdict] as const),

@@ -1,5 +1,6 @@
 import { PGlite, types } from '@electric-sql/pglite';
 import type { Db, Queryable, QueryResult } from './db.ts';
+import { createPreparedRunner } from './embedded-prepared.ts';
 
 /**
  * Embedded PostgreSQL (PGlite, WASM) persisted in a directory, or in memory when dir is null.
@@ -18,11 +19,16 @@ export async function createEmbeddedDb(dir: string | null, options: { loadDataDi
   const pglite = dir === null ? new PGlite(opts) : new PGlite(dir, opts);
   await pglite.waitReady;
 
+  const prepared = createPreparedRunner(pglite);
   const wrap = (q: Pick<PGlite, 'query' | 'exec'>): Queryable => ({
     async query<R>(sql: string, params?: readonly unknown[]): Promise<QueryResult<R>> {
-      const res = await q.query<R>(sql, params as unknown[] | undefined);
+      // Declared statements outside a transaction take one pass into the backend (embedded-prepared.ts); inside
+      // one, PGlite's transaction object is the only way in.
+      const res =
+        (q === pglite ? await prepared.run(sql, params) : undefined) ??
+        (await q.query<R>(sql, params as unknown[] | undefined));
       // PGlite reports affectedRows 0 for a SELECT; PostgreSQL's rowCount counts the rows returned.
-      return { rows: res.rows, rowCount: Math.max(res.affectedRows ?? 0, res.rows.length) };
+      return { rows: res.rows as R[], rowCount: Math.max(res.affectedRows ?? 0, res.rows.length) };
     },
     async exec(sql: string): Promise<void> {
       await q.exec(sql);

@@ -1,5 +1,6 @@
 import pg from 'pg';
 import { type Db, isRetryableTxError, type Queryable, type QueryResult, type TxOptions } from './db.ts';
+import { preparedName } from './prepared.ts';
 
 // int8 and numeric as text: money is parsed to bigint by the code that reads it, never through a float.
 pg.types.setTypeParser(pg.types.builtins.INT8, (v) => v);
@@ -8,7 +9,9 @@ pg.types.setTypeParser(pg.types.builtins.NUMERIC, (v) => v);
 function wrap(client: pg.Pool | pg.PoolClient): Queryable {
   return {
     async query<R>(sql: string, params?: readonly unknown[]): Promise<QueryResult<R>> {
-      const res = await client.query(sql, params as unknown[] | undefined);
+      const name = preparedName(sql);
+      const values = params as unknown[] | undefined;
+      const res = await (name === undefined ? client.query(sql, values) : client.query({ name, text: sql, values }));
       return { rows: res.rows as R[], rowCount: res.rowCount ?? 0 };
     },
     async exec(sql: string): Promise<void> {

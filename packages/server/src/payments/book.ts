@@ -1,4 +1,5 @@
 import { type Db, statementRetrying } from '../db/db.ts';
+import { prepared } from '../db/prepared.ts';
 import type { RailOutcome } from '../rails/rail.ts';
 import type { Clock } from '../shared/clock.ts';
 import { renderEvent } from '../webhooks/outbox.ts';
@@ -14,6 +15,8 @@ import { findPaymentsByIds, type Payment } from './repository.ts';
  * is known here, so its event is rendered before the call and written by the function only if it moves. A payment
  * no longer processing (booked by another path meanwhile) is answered as it is.
  */
+
+const BOOK_SQL = prepared('SELECT payment_id, moved FROM book_payments($1::jsonb, $2::timestamptz)');
 
 const EVENTFUL: readonly PaymentState[] = ['completed', 'failed', 'unknown'];
 
@@ -36,11 +39,10 @@ export async function bookBatch(
     const event = EVENTFUL.includes(after.state) ? renderEvent(paymentEvent(after, 'processing', at)) : null;
     return { item: { id: payment.id, ...move, event }, after };
   });
-  const { rows } = await statementRetrying<{ payment_id: string; moved: boolean }>(
-    db,
-    'SELECT payment_id, moved FROM book_payments($1::jsonb, $2::timestamptz)',
-    [JSON.stringify(items.map((i) => i.item)), at],
-  );
+  const { rows } = await statementRetrying<{ payment_id: string; moved: boolean }>(db, BOOK_SQL, [
+    JSON.stringify(items.map((i) => i.item)),
+    at,
+  ]);
   const moved = new Set(rows.filter((r) => r.moved).map((r) => r.payment_id));
   // Those another path moved first are read as they are now.
   const others = await findPaymentsByIds(

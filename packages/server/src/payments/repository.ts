@@ -1,6 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import type { RailCode } from '../config.ts';
 import type { Queryable } from '../db/db.ts';
+import { prepared } from '../db/prepared.ts';
 import type { DocType } from '../rails/rail.ts';
 import { isoTime, minorFromDb } from '../shared/money.ts';
 import type { PaymentState, PublicPayment, SubStatus } from './model.ts';
@@ -235,10 +236,10 @@ export async function findPayment(
   return rows[0] ? paymentFromRow(rows[0]) : null;
 }
 
-// The hot read (signed GETs, replays) as one JSON text per row. Both drivers decode a result column by column in
-// JavaScript, and on the embedded database that decoding was the largest single cost of a signed GET; JSON.parse is
-// native. 64-bit numbers travel as text (a JSON number loses precision above 2^53); timestamps as ISO 8601.
-const PAYMENT_JSON_COLUMNS = PAYMENT_COLUMNS.replace(/\b(seq|amount_minor|source_amount_minor)\b/g, '$1::text AS $1');
+// The hot read (signed GETs, replays) as one JSON text per row (payments_json, migration 0028). Both drivers decode a
+// result column by column in JavaScript, and on the embedded database that decoding was the largest single cost of a
+// signed GET; JSON.parse is native. 64-bit numbers travel as text; timestamps as ISO 8601.
+const PAYMENTS_BY_IDS_SQL = prepared('SELECT payments_json AS payment FROM payments_json($1::text[])');
 
 type JsonRow = Omit<Row, 'dispatched_at' | 'unknown_since' | 'created_at' | 'updated_at'> & {
   dispatched_at: string | null;
@@ -263,11 +264,7 @@ function paymentFromJson(text: string): Payment {
 export async function findPaymentsByIds(q: Queryable, ids: readonly string[]): Promise<Map<string, Payment>> {
   const out = new Map<string, Payment>();
   if (ids.length === 0) return out;
-  const { rows } = await q.query<{ payment: string }>(
-    `SELECT row_to_json(p)::text AS payment
-     FROM (SELECT ${PAYMENT_JSON_COLUMNS} FROM payments WHERE id = ANY($1::text[])) p`,
-    [ids],
-  );
+  const { rows } = await q.query<{ payment: string }>(PAYMENTS_BY_IDS_SQL, [ids]);
   for (const row of rows) {
     const payment = paymentFromJson(row.payment);
     out.set(payment.id, payment);

@@ -1,5 +1,6 @@
 import type { RailCode } from '../config.ts';
 import { type Db, statementRetrying } from '../db/db.ts';
+import { prepared } from '../db/prepared.ts';
 import type { DocType } from '../rails/rail.ts';
 import { type BatchResult, resultsAt } from '../shared/batcher.ts';
 import type { Clock } from '../shared/clock.ts';
@@ -26,6 +27,12 @@ import type { RuleViolation } from './rules.ts';
  * can never be met inside a value of the request. reserve_payments (migration 0025) replaces each with the JSON
  * of its value.
  */
+const RESERVE_SQL = prepared(
+  `SELECT idx, verdict, payment_id, detail, out_seq::text, out_rail_reference, out_state, out_sub_status,
+     out_source_amount_minor::text, out_rate_id
+   FROM reserve_payments($1::jsonb, $2::timestamptz)`,
+);
+
 const SLOT = {
   id: '\u0001id',
   subStatus: '\u0001subStatus',
@@ -62,13 +69,7 @@ export async function reserveBatch(
 ): Promise<BatchResult<CreateResult>[]> {
   const at = clock.now();
   const json = JSON.stringify(items.map((item, i) => ({ i, ...item, failedEvent: failedEventTemplate(item, at) })));
-  const { rows } = await statementRetrying<VerdictRow>(
-    db,
-    `SELECT idx, verdict, payment_id, detail, out_seq::text, out_rail_reference, out_state, out_sub_status,
-       out_source_amount_minor::text, out_rate_id
-     FROM reserve_payments($1::jsonb, $2::timestamptz)`,
-    [json, at],
-  );
+  const { rows } = await statementRetrying<VerdictRow>(db, RESERVE_SQL, [json, at]);
   // New payments are known from the request and what the function decided; only replays are read (committed
   // before this batch: their keys were taken).
   const payments = await findPaymentsByIds(

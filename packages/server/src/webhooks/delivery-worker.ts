@@ -1,4 +1,5 @@
 import type { Db } from '../db/db.ts';
+import { prepared } from '../db/prepared.ts';
 import type { Clock } from '../shared/clock.ts';
 import { retryDelayMs } from './backoff.ts';
 import { createDeliveryLog, type DeliveryLog } from './delivery-log.ts';
@@ -67,7 +68,7 @@ interface Claimed {
 
 // Up to $3 due events whose payment has no earlier pending event, in due order, each with its client's webhook URL:
 // numbered and leased until $2, or, the client having none, settled as no_webhook (migration 0027).
-const CLAIM_SQL = 'SELECT id, client_id, body, attempt, seq, url FROM claim_due_events($1, $2, $3)';
+const CLAIM_SQL = prepared('SELECT id, client_id, body, attempt, seq, url FROM claim_due_events($1, $2, $3)');
 
 function failureText(result: PostResult): string {
   if (result.error !== undefined) return result.error;

@@ -1,4 +1,5 @@
 import type { Db } from '../../db/db.ts';
+import { prepared } from '../../db/prepared.ts';
 import type { Clock } from '../../shared/clock.ts';
 import type { Rail, RailOutcome, RailStatus, RailTransfer } from '../rail.ts';
 import type { SandboxBank } from './bank.ts';
@@ -16,6 +17,8 @@ export interface SandboxRailDeps {
 }
 
 // A real bank rejects a reference it has already seen; that proves nothing about the first attempt.
+const SUBMIT_SQL = prepared('SELECT rail_reference, accepted FROM sandbox_submit_transfers($1::jsonb)');
+
 const DUPLICATE_REFERENCE: RailOutcome = {
   kind: 'unknown',
   subStatus: 'reconciling',
@@ -78,10 +81,7 @@ export function createSandboxRail(deps: SandboxRailDeps): Rail {
             : [line('debit', 'payout'), ...(scenario.returnsMoney ? [line('credit', 'return')] : [])],
       };
     });
-    const { rows } = await db.query<{ rail_reference: string; accepted: boolean }>(
-      'SELECT rail_reference, accepted FROM sandbox_submit_transfers($1::jsonb)',
-      [JSON.stringify(items)],
-    );
+    const { rows } = await db.query<{ rail_reference: string; accepted: boolean }>(SUBMIT_SQL, [JSON.stringify(items)]);
     // One row per item, in order (a reference twice in one batch: the second is the duplicate).
     return transfers.map((_, i) =>
       rows[i]?.accepted === true ? { ...scenarios[i]!.onSubmit } : { ...DUPLICATE_REFERENCE },
