@@ -1,6 +1,6 @@
 import pg from 'pg';
 import { afterEach, describe, expect, it } from 'vitest';
-import { createTestDb, usingPostgres } from '../support/test-db.ts';
+import { createTestDb, type TestDb, usingPostgres } from '../support/test-db.ts';
 import { startTestServer, type TestServer } from '../support/test-server.ts';
 
 /**
@@ -9,9 +9,13 @@ import { startTestServer, type TestServer } from '../support/test-server.ts';
  */
 
 let server: TestServer | undefined;
+/** A database a test made for its server, closed (on PostgreSQL: dropped) after the server stops. */
+let ownDb: TestDb | undefined;
 afterEach(async () => {
   await server?.stop().catch(() => {});
   server = undefined;
+  await ownDb?.close().catch(() => {});
+  ownDb = undefined;
 });
 
 const readyz = async (url: string) => {
@@ -50,6 +54,7 @@ describe('/readyz', () => {
 
   it.skipIf(usingPostgres())('embedded: is 503 when the database is closed under the service', async () => {
     const testDb = await createTestDb();
+    ownDb = testDb;
     server = await startTestServer({ testDb });
     expect((await readyz(server.baseUrl)).status).toBe(200);
     await testDb.db.close();
@@ -63,6 +68,7 @@ describe('/readyz', () => {
     'PostgreSQL: is 503 while the database refuses connections, and 200 again when it is back',
     async () => {
       const testDb = await createTestDb();
+      ownDb = testDb;
       server = await startTestServer({ testDb });
       const name = new URL(testDb.url!).pathname.slice(1);
       const admin = new pg.Client({ connectionString: process.env['DATABASE_URL'] });

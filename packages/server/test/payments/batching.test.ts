@@ -4,7 +4,7 @@ import { expectLedgerSound } from '../support/ledger.ts';
 import { scrape } from '../support/metrics.ts';
 import { balanceOf, CCE, CCE_SAME_BANK, newKey, PM } from '../support/payments.ts';
 import type { Answer } from '../support/signed-client.ts';
-import { createTestDb, withQuery } from '../support/test-db.ts';
+import { createTestDb, type TestDb, withQuery } from '../support/test-db.ts';
 import { startTestServer, type TestClient, type TestServer } from '../support/test-server.ts';
 
 /**
@@ -64,14 +64,17 @@ function withCommitFault(
 let server: TestServer;
 let db: ReturnType<typeof withCommitFault>;
 
+let testDb: TestDb;
 beforeAll(async () => {
-  const testDb = await createTestDb();
+  testDb = await createTestDb();
   db = withCommitFault(testDb.db);
   server = await startTestServer({ testDb: { ...testDb, db } });
 });
 afterAll(async () => {
   await expectLedgerSound(server.testDb.db);
   await server.stop();
+  // A server given its database leaves it to its owner (support/test-server.ts).
+  await testDb.close();
 });
 
 /** One client with a key per request (writes of one key go one at a time), funded the same way each time. */

@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Db, Queryable } from '../../src/db/db.ts';
 import { CCE, newKey, PM, pay } from '../support/payments.ts';
-import { createTestDb, withQuery } from '../support/test-db.ts';
+import { createTestDb, type TestDb, withQuery } from '../support/test-db.ts';
 import { startTestServer, type TestClient, type TestServer } from '../support/test-server.ts';
 
 /**
@@ -66,14 +66,18 @@ describe('plans of the money path', () => {
   let watched: ReturnType<typeof withReadWatch>;
   let client: TestClient;
 
+  let testDb: TestDb | undefined;
+
   beforeAll(async () => {
-    const testDb = await createTestDb();
+    testDb = await createTestDb();
     watched = withReadWatch(testDb.db);
     server = await startTestServer({ testDb: { ...testDb, db: watched } });
     client = await server.newClient({ fundMinor: 10_000_000_000n });
   }, 60_000);
   afterAll(async () => {
     await server?.stop();
+    // A server given its database leaves it to its owner (support/test-server.ts).
+    await testDb?.close();
   });
 
   it('go straight to their rows, however small the tables were when the plans were made', async () => {
