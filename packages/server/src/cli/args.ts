@@ -92,11 +92,16 @@ export function nearestFlag(typed: string, names: readonly string[]): string | u
   return best?.name;
 }
 
+/** Every flag we define is spelled like this; a `--` token that is not could only be a value. */
+const FLAG_NAME = /^[a-z][a-z0-9-]*(=|$)/;
+
 /**
  * Puts every positional after a `--`, in order, so that parseArgs never reads one as flags. Signing key ids are
  * base64url and one in 64 starts with '-': `retire-key -xdGO...` must retire that key, not fail on flag -x.
- * A single-dash token longer than two characters is therefore a value (we define no groups of short flags),
- * and a string flag's value is taken whatever it starts with.
+ * A single-dash token longer than two characters is therefore a value (we define no groups of short flags), so
+ * is a double-dash token that no flag name could spell (one kid in 4,096 starts `--` and then has an upper-case
+ * letter, a digit or '_' in all but ~1e-10 of cases), and a string flag's value is taken whatever it starts with.
+ * A mistyped flag stays an error either way: as an unknown flag, or as an argument the command does not take.
  */
 function positionalsLast(args: readonly string[], specs: OptionSpecs): string[] {
   const shortNames = new Map<string, string>();
@@ -110,7 +115,9 @@ function positionalsLast(args: readonly string[], specs: OptionSpecs): string[] 
       break;
     }
     const name = arg.startsWith('--')
-      ? arg.slice(2)
+      ? FLAG_NAME.test(arg.slice(2))
+        ? arg.slice(2)
+        : undefined
       : arg.length === 2 && arg.startsWith('-')
         ? (shortNames.get(arg[1]!) ?? arg)
         : undefined;

@@ -65,6 +65,13 @@ describe('flags', () => {
       values: { pretty: true },
       positionals: ['-xdGOYrZUGJuy3kF61fSiMWPtw5J6yc_j37Rqju4XmE'],
     });
+    // ... and with '--' one time in 4,096 (the CI run that found it: "--5MhyhlZSIQRNCNWlrtpv7AFghkK7MKfxh8jvIiMjw").
+    expect(parseFlags(['--5MhyhlZSIQRNCNWlrtpv7AFghkK7MKfxh8jvIiMjw', '--pretty'], specs)).toEqual({
+      values: { pretty: true },
+      positionals: ['--5MhyhlZSIQRNCNWlrtpv7AFghkK7MKfxh8jvIiMjw'],
+    });
+    expect(parseFlags(['--Pretty'], specs).positionals).toEqual(['--Pretty']);
+    expect(() => parseFlags(['--prety'], specs)).toThrow('unknown flag --prety; did you mean --pretty?');
     expect(parseFlags(['a', '--reason', '-late', 'b', '-h'], specs)).toEqual({
       values: { reason: '-late', help: true },
       positionals: ['a', 'b'],
