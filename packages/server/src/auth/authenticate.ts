@@ -85,12 +85,12 @@ export function createAuthenticator(deps: { environment: Environment; keys: ApiK
     if (req.deferNonce === 'transaction') {
       // A nonce that could never be above a mark is a replay whatever the mark; nothing to defer.
       if (!NONCE_FORMAT.test(nonce)) return fail(NONCE_FAILURE.replay);
-      deferredNonce = { keyId: key.keyId, nonce, settled: false };
+      deferredNonce = { keyId: key.keyId, nonce, strict, settled: false };
     } else if (req.deferNonce === 'overlap') {
       const started = deps.nonces.consume(key.keyId, nonce, strict);
       // Awaited before the answer leaves (onSend); never an unhandled rejection should the request end otherwise.
       started.catch(() => {});
-      deferredNonce = { keyId: key.keyId, nonce, settled: false, started };
+      deferredNonce = { keyId: key.keyId, nonce, strict, settled: false, started };
     } else {
       const failure = nonceFailure(await deps.nonces.consume(key.keyId, nonce, strict));
       if (failure !== null) return fail(failure);

@@ -2,7 +2,8 @@ import type { NonceStore, NonceVerdict } from './nonce-store.ts';
 
 /**
  * The nonce of a request whose route consumes it inside its own transaction (POST /v2/payments: the reserve
- * phase, payments/reserve.ts), so the mark commits with the payment instead of in a commit of its own before it.
+ * phase, payments/reserve.ts; GET /v2/payments/{id}: the read, payments/signed-read.ts), so the mark commits with
+ * the route's own statement instead of in a commit of its own before it.
  *
  * The spec's order of checks still holds: the route's transaction consumes the nonce before anything else it
  * decides, and a request that ends without reaching that transaction (a 400 of the body, a refusal before the
@@ -17,6 +18,8 @@ import type { NonceStore, NonceVerdict } from './nonce-store.ts';
 export interface DeferredNonce {
   keyId: string;
   nonce: string;
+  /** Checked strictly (above the mark), as a write's is; a GET's may use the 64-number window. */
+  strict: boolean;
   /** Set once a committed transaction (or settleDeferredNonce) has applied the nonce. */
   settled: boolean;
   /** The nonce store's consume, already under way (a signed GET). */
@@ -26,7 +29,7 @@ export interface DeferredNonce {
 /** Consumes a nonce no transaction applied; the 401 text that replaces the answer, or null to let it go out. */
 export async function settleDeferredNonce(nonces: NonceStore, deferred: DeferredNonce): Promise<string | null> {
   if (deferred.settled) return null;
-  const verdict = await (deferred.started ?? nonces.consume(deferred.keyId, deferred.nonce, true));
+  const verdict = await (deferred.started ?? nonces.consume(deferred.keyId, deferred.nonce, deferred.strict));
   deferred.settled = true;
   return nonceFailure(verdict);
 }

@@ -8,7 +8,10 @@ declare module 'fastify' {
     bodyRoute?: boolean;
     /** POST /v2/payments and /v2/quotes: the idempotency-key header fills slot 4 of the envelope. */
     idempotencySlot?: boolean;
-    /** POST /v2/payments: the nonce is consumed by the route's own transaction (auth/deferred-nonce.ts). */
+    /**
+     * POST /v2/payments and GET /v2/payments/{id}: the nonce is consumed by the route's own statement
+     * (auth/deferred-nonce.ts).
+     */
     deferNonce?: 'transaction';
     /**
      * Operator listener: who may call the route. Absent: the admin token. 'metrics': the admin token or the

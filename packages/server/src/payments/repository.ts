@@ -248,7 +248,8 @@ type JsonRow = Omit<Row, 'dispatched_at' | 'unknown_since' | 'created_at' | 'upd
   updated_at: string;
 };
 
-function paymentFromJson(text: string): Payment {
+/** A payment from the JSON text payments_json (migration 0028) renders of its row. */
+export function paymentFromJson(text: string): Payment {
   const r = JSON.parse(text) as JsonRow;
   const time = (t: string | null): Date | null => (t === null ? null : new Date(t));
   return paymentFromRow({

@@ -56,7 +56,8 @@ export function registerPaymentRoutes(app: FastifyInstance, payments: PaymentSer
   app.get<{ Params: { id: string } }>(
     '/v2/payments/:id',
     {
-      config: { auth: 'signed' },
+      // The nonce commits with the read, in one statement per batch (payments/signed-read.ts).
+      config: { auth: 'signed', deferNonce: 'transaction' },
       schema: {
         summary: 'Read a payment (poll this for unknown payments)',
         tags: ['payments'],
@@ -66,9 +67,15 @@ export function registerPaymentRoutes(app: FastifyInstance, payments: PaymentSer
       },
     },
     async (request, reply) => {
-      const payment = await payments.get(request.auth!.clientId, request.params.id);
-      if (payment === null) throw httpError(404, 'payment not found');
-      return sendPayload(request, reply, toPublicPayment(payment));
+      const read = await payments.get(request.auth!, request.params.id);
+      switch (read.kind) {
+        case 'found':
+          return sendPayload(request, reply, toPublicPayment(read.payment));
+        case 'not_found':
+          throw httpError(404, 'payment not found');
+        case 'refused':
+          throw httpError(401, NONCE_FAILURE[read.verdict]);
+      }
     },
   );
 

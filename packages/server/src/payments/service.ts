@@ -1,41 +1,59 @@
 import type { AuthContext } from '../auth/authenticate.ts';
+import type { NonceVerdict } from '../auth/nonce-store.ts';
 import { availableBalance } from '../ledger/ledger.ts';
-import { createBatcher } from '../shared/batcher.ts';
 import type { CreateResult } from './create.ts';
 import { createPaymentPipeline, type PipelineDeps } from './pipeline.ts';
 import { findPaymentsByIds, type ListFilter, listPayments, type Payment, seqOfPaymentId } from './repository.ts';
+import { createSignedReads } from './signed-read.ts';
+
+/** A signed read of one payment: the payment, none for this client, or the refusal of its nonce. */
+export type ReadResult =
+  | { kind: 'found'; payment: Payment }
+  | { kind: 'not_found' }
+  | { kind: 'refused'; verdict: Exclude<NonceVerdict, 'ok'> };
 
 /** The payment operations the routes call. */
 export interface PaymentService {
   create(auth: AuthContext, idempotencyKey: string, body: Record<string, unknown>): Promise<CreateResult>;
-  get(clientId: string, id: string): Promise<Payment | null>;
+  /**
+   * One payment of the client. When the request's nonce is deferred to this read (auth/deferred-nonce.ts), the
+   * read consumes it in the same statement and settles it.
+   */
+  get(auth: AuthContext, id: string): Promise<ReadResult>;
   list(filter: ListFilter): Promise<{ items: Payment[]; hasMore: boolean }>;
   available(clientId: string, currency: string): Promise<bigint>;
 }
 
 export function createPaymentService(deps: PipelineDeps): PaymentService {
   const pipeline = createPaymentPipeline(deps);
-  // Reads that arrive together share one query: on a busy server a round trip to the database costs more
-  // than the read itself.
-  const reads = createBatcher<{ clientId: string; id: string }, Payment | null>({
-    lanes: 1,
+  const signedReads = createSignedReads({
+    db: deps.db,
     maxBatch: deps.maxBatch,
-    async run(items) {
-      const found = await findPaymentsByIds(
-        deps.db,
-        items.map((i) => i.id),
-      );
-      return items.map(({ clientId, id }) => {
-        const p = found.get(id);
-        // Another client's payment does not exist for this one.
-        return { ok: true, value: p !== undefined && p.clientId === clientId ? p : null };
-      });
-    },
+    onBatch: (size) => deps.metrics.observeNonceBatch(size),
   });
+  const found = (payment: Payment | null): ReadResult =>
+    payment === null ? { kind: 'not_found' } : { kind: 'found', payment };
+
   return {
     create: (auth, idempotencyKey, body) => pipeline.create(auth, idempotencyKey, body),
-    // An id that cannot exist is not looked up.
-    get: async (clientId, id) => (seqOfPaymentId(id) === null ? null : reads.add({ clientId, id }, '')),
+    async get(auth, id) {
+      // An id that cannot exist is not looked up; a deferred nonce is then consumed before the 404 leaves.
+      if (seqOfPaymentId(id) === null) return { kind: 'not_found' };
+      const deferred = auth.deferredNonce;
+      if (deferred === undefined || deferred.settled) {
+        const payment = (await findPaymentsByIds(deps.db, [id])).get(id);
+        return found(payment?.clientId === auth.clientId ? payment : null);
+      }
+      const read = await signedReads.read({
+        keyId: deferred.keyId,
+        nonce: deferred.nonce,
+        strict: deferred.strict,
+        clientId: auth.clientId,
+        paymentId: id,
+      });
+      deferred.settled = true;
+      return read.verdict === 'ok' ? found(read.payment) : { kind: 'refused', verdict: read.verdict };
+    },
     list: (filter) => listPayments(deps.db, filter),
     available: (clientId, currency) => availableBalance(deps.db, clientId, currency),
   };

@@ -64,10 +64,18 @@ function withCommitFault(
 let server: TestServer;
 let db: ReturnType<typeof withCommitFault>;
 
+/** The statements the server ran, in order (its own queries only: not those inside a transaction). */
+const statements: string[] = [];
+
 let testDb: TestDb;
 beforeAll(async () => {
   testDb = await createTestDb();
-  db = withCommitFault(testDb.db);
+  db = withCommitFault(
+    withQuery(testDb.db, (sql, params) => {
+      statements.push(sql);
+      return testDb.db.query(sql, params);
+    }),
+  );
   server = await startTestServer({ testDb: { ...testDb, db } });
 });
 afterAll(async () => {
@@ -241,7 +249,13 @@ describe('reads that share a query', () => {
     const targets = Array.from({ length: 30 }, (_, i) =>
       i % 3 === 0 ? ownId : i % 3 === 1 ? otherId : 'pay_9999999999999999',
     );
+    statements.length = 0;
     const answers = await Promise.all(targets.map((id) => mine!.api.get(`/v2/payments/${id}`)));
+    // Each batch's nonces and reads are one statement: none of these GETs flushed its nonce on its own.
+    const reads = statements.filter((sql) => sql.includes('read_payments_signed('));
+    expect(reads.length).toBeGreaterThan(0);
+    expect(reads.length).toBeLessThan(targets.length);
+    expect(statements.filter((sql) => sql.includes('consume_nonces('))).toEqual([]);
     answers.forEach((a, i) => {
       if (targets[i] === ownId) {
         expect(a.status).toBe(200);
@@ -250,6 +264,39 @@ describe('reads that share a query', () => {
         expect(a.status, targets[i]).toBe(404);
         expect(a.body).toEqual({ error: 'payment not found' });
       }
+    });
+  });
+
+  it('answer each request by its own nonce: a replay in the batch is 401, the others read', async () => {
+    const [mine] = await clientWithKeys(1);
+    const paid = await post(mine!, { amountMinor: '10000', ...PM });
+    const path = `/v2/payments/${paid.body.payload.id}`;
+    // Ten GETs with fresh nonces, and three that carry the nonce of one of them, all at once.
+    const nonces = Array.from({ length: 10 }, () => mine!.api.nonces.take());
+    const sent = [...nonces, nonces[3]!, nonces[3]!, nonces[7]!];
+    statements.length = 0;
+    const answers = await Promise.all(sent.map((nonce) => mine!.api.get(path, { nonce })));
+    expect(statements.filter((sql) => sql.includes('read_payments_signed(')).length).toBeLessThan(sent.length);
+    for (const nonce of new Set(sent)) {
+      const got = answers.filter((_, i) => sent[i] === nonce).map((a) => a.status);
+      // Exactly one request per nonce reads; any other carrying it is the replay.
+      expect(
+        got.filter((s) => s === 200),
+        nonce,
+      ).toHaveLength(1);
+      expect(got.filter((s) => s !== 200).every((s) => s === 401)).toBe(true);
+    }
+    for (const a of answers) {
+      if (a.status === 200) expect(a.body.payload.id).toBe(paid.body.payload.id);
+      else expect(a.body).toEqual({ error: 'nonce replay' });
+    }
+    // The window of a read: a nonce below the mark that no request used is good once.
+    const unused = mine!.api.nonces.take();
+    expect((await mine!.api.get(path, { nonce: mine!.api.nonces.take() })).status).toBe(200);
+    expect((await mine!.api.get(path, { nonce: unused })).status).toBe(200);
+    expect(await mine!.api.get(path, { nonce: unused })).toMatchObject({
+      status: 401,
+      body: { error: 'nonce replay' },
     });
   });
 });

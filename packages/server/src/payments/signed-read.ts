@@ -1,0 +1,77 @@
+import type { NonceVerdict } from '../auth/nonce-store.ts';
+import type { Db } from '../db/db.ts';
+import { prepared } from '../db/prepared.ts';
+import { type BatchResult, createBatcher } from '../shared/batcher.ts';
+import { type Payment, paymentFromJson } from './repository.ts';
+
+/**
+ * Signed GETs of a payment whose nonce the read consumes (auth/deferred-nonce.ts): the GETs that arrive together
+ * apply their nonces and read their payments in one statement (read_payments_signed, migration 0029), one round
+ * trip and one commit per batch, where the nonce flush and the read were two. The nonce mark commits with the
+ * statement, before any answer leaves.
+ */
+
+export interface SignedRead {
+  keyId: string;
+  nonce: string;
+  strict: boolean;
+  clientId: string;
+  paymentId: string;
+}
+
+/** The nonce's verdict and, when it was good, the payment: null when it does not exist for this client. */
+export type SignedReadResult = { verdict: 'ok'; payment: Payment | null } | { verdict: Exclude<NonceVerdict, 'ok'> };
+
+const READ_SQL = prepared(
+  'SELECT pos, verdict, payment FROM read_payments_signed($1::text[], $2::numeric[], $3::boolean[], $4::text[])',
+);
+
+/** Flush lanes, as the nonce store's: a key always maps to one lane, so its nonces apply in arrival order. */
+const LANES = 2;
+
+export function createSignedReads({
+  db,
+  maxBatch,
+  onBatch,
+}: {
+  db: Db;
+  maxBatch: number;
+  /** Told the size of each batch: a nonce flush (metrics). */
+  onBatch?: (size: number) => void;
+}): { read(request: SignedRead): Promise<SignedReadResult> } {
+  const batches = createBatcher<SignedRead, SignedReadResult>({
+    lanes: LANES,
+    maxBatch,
+    async run(items) {
+      onBatch?.(items.length);
+      const { rows } = await db.query<{ pos: number | null; verdict: NonceVerdict | null; payment: string | null }>(
+        READ_SQL,
+        [
+          items.map((i) => i.keyId),
+          items.map((i) => i.nonce),
+          items.map((i) => i.strict),
+          items.map((i) => i.paymentId),
+        ],
+      );
+      const verdicts: (NonceVerdict | undefined)[] = new Array(items.length);
+      const payments = new Map<string, Payment>();
+      for (const row of rows) {
+        if (row.pos !== null) {
+          verdicts[row.pos - 1] = row.verdict!;
+        } else {
+          const payment = paymentFromJson(row.payment!);
+          payments.set(payment.id, payment);
+        }
+      }
+      return items.map((item, i): BatchResult<SignedReadResult> => {
+        const verdict = verdicts[i];
+        if (verdict === undefined) return { ok: false, error: new Error('read_payments_signed gave no verdict') };
+        if (verdict !== 'ok') return { ok: true, value: { verdict } };
+        const payment = payments.get(item.paymentId);
+        // Another client's payment does not exist for this one.
+        return { ok: true, value: { verdict, payment: payment?.clientId === item.clientId ? payment : null } };
+      });
+    },
+  });
+  return { read: (request) => batches.add(request, request.keyId) };
+}
