@@ -210,6 +210,8 @@ export async function benchPayments(o: PaymentsBenchOptions): Promise<BackendRes
       dataDir,
       adminToken,
       databaseUrl: database?.url ?? null,
+      // What `npm start` runs: the build, with plain node.
+      built: true,
       nodeArgs: o.cpuProfileDir ? ['--cpu-prof', `--cpu-prof-dir=${o.cpuProfileDir}`] : [],
       ...(o.serverEnv ? { env: o.serverEnv } : {}),
     });

@@ -1,16 +1,18 @@
 import { type ChildProcess, spawn } from 'node:child_process';
-import { readdirSync, readFileSync } from 'node:fs';
+import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import net from 'node:net';
 import { fileURLToPath } from 'node:url';
 
 /**
- * The real service as a child process (`node --import tsx src/main.ts`), for the benchmark and the crash test:
+ * The real service as a child process, for the benchmark (`node dist/main.js`, what `npm start` runs) and the crash
+ * test (`node --import tsx src/main.ts`, the sources under test, whether or not they were built):
  * its own CPU thread, its own memory (RSS read from /proc), and a process that can be SIGKILLed like a real
  * deployment. Loopback only.
  */
 
 export const REPO_ROOT = fileURLToPath(new URL('../../../', import.meta.url));
 const MAIN = fileURLToPath(new URL('../src/main.ts', import.meta.url));
+const BUILT_MAIN = fileURLToPath(new URL('../dist/main.js', import.meta.url));
 
 export interface ServerProcessOptions {
   dataDir: string;
@@ -21,6 +23,8 @@ export interface ServerProcessOptions {
   env?: Record<string, string>;
   /** Extra node flags, e.g. ['--cpu-prof', '--cpu-prof-dir=/tmp/prof']. */
   nodeArgs?: string[];
+  /** Run the build (dist/main.js, `npm run build`) as `npm start` does, instead of the sources through tsx. */
+  built?: boolean;
   readyTimeoutMs?: number;
 }
 
@@ -162,7 +166,9 @@ async function startOnPorts(options: ServerProcessOptions, port: number, adminPo
     ...(options.databaseUrl ? { DATABASE_URL: options.databaseUrl } : {}),
     ...options.env,
   });
-  const child = spawn(process.execPath, ['--import', 'tsx', ...(options.nodeArgs ?? []), MAIN], {
+  if (options.built && !existsSync(BUILT_MAIN)) throw new Error(`${BUILT_MAIN} is missing: run npm run build first`);
+  const entry = options.built ? [BUILT_MAIN] : ['--import', 'tsx', MAIN];
+  const child = spawn(process.execPath, [...(options.nodeArgs ?? []), ...entry], {
     cwd: REPO_ROOT,
     env,
     stdio: ['ignore', 'pipe', 'pipe'],
