@@ -22,6 +22,8 @@ interface Call {
   seqScanned: string[];
   /** Payment rows it read through an index. */
   paymentRowsRead: number;
+  /** Entries it read from holds_open, the index of every hold still held. */
+  openHoldsRead: number;
 }
 
 interface TableReads {
@@ -31,7 +33,8 @@ interface TableReads {
 
 async function tableReads(q: Queryable): Promise<Map<string, TableReads>> {
   const { rows } = await q.query<{ relname: string; seq_scan: string; idx_tup_fetch: string | null }>(
-    'SELECT relname, seq_scan::text, idx_tup_fetch::text FROM pg_stat_xact_user_tables',
+    `SELECT relname, seq_scan::text, idx_tup_fetch::text FROM pg_stat_xact_user_tables
+     UNION ALL SELECT 'holds_open', '0', pg_stat_get_xact_tuples_returned('holds_open'::regclass)::text`,
   );
   return new Map(
     rows.map((r) => [r.relname, { seqScans: Number(r.seq_scan), indexRows: Number(r.idx_tup_fetch ?? 0) }]),
@@ -54,6 +57,7 @@ function withReadWatch(inner: Db): Db & { calls: Call[] } {
         items: Array.isArray(params?.[0]) ? params[0].length : (JSON.parse(String(params?.[0])) as unknown[]).length,
         seqScanned: [...after.keys()].filter((t) => change(t, 'seqScans') > 0).sort(),
         paymentRowsRead: change('payments', 'indexRows'),
+        openHoldsRead: change('holds_open', 'indexRows'),
       });
       return result as never;
     });
@@ -109,5 +113,11 @@ describe('plans of the money path', () => {
     // Booking reads each of its payments a few times (its lock, its read, its update, a failure its balance);
     // reserve reads none.
     expect(watched.calls.filter((c) => c.paymentRowsRead > 4 * c.items)).toEqual([]);
+    // Holds are found by their payment: a read of the held-holds index grows with every payment still pending.
+    const { rows } = await testDb!.db.query<{ n: string }>(
+      `SELECT count(*)::text AS n FROM holds WHERE status = 'held'`,
+    );
+    expect(Number(rows[0]!.n)).toBeGreaterThan(8);
+    expect(watched.calls.filter((c) => c.openHoldsRead > 0)).toEqual([]);
   });
 });
