@@ -10,10 +10,10 @@ import type { NonceStore, NonceVerdict } from './nonce-store.ts';
  * batch, a batch that failed) has its nonce consumed by settleDeferredNonce before its answer leaves: a replayed
  * nonce then answers 401 in place of that answer, as it would have had the nonce been consumed first.
  *
- * A signed GET overlaps instead: its nonce goes to the nonce store at once (`started`) and the read runs while the
- * mark is flushed; the answer waits for both. A read changes nothing a client could not cause with any fresh request
- * (at most the sandbox publishes a rate that is due, on a GET /v2/rate), so reading before the verdict is known is
- * safe, and a replay still gets only its 401.
+ * Any other signed GET overlaps instead: its nonce goes to the nonce store at once (`started`) and the read runs
+ * while the mark is flushed; the answer waits for both. A read changes nothing a client could not cause with any
+ * fresh request (at most the sandbox publishes a rate that is due, on a GET /v2/rate), so reading before the verdict
+ * is known is safe, and a replay still gets only its 401.
  */
 export interface DeferredNonce {
   keyId: string;
