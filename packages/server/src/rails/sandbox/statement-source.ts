@@ -49,8 +49,8 @@ export function createSandboxStatementSource(deps: SandboxStatementDeps): Statem
           [now],
         );
         const { rows } = await q.query<LineRow & { release_seq: string }>(
-          `SELECT ${LINE_COLUMNS}, release_seq FROM sandbox_bank_lines
-            WHERE release_seq > $1 ORDER BY release_seq LIMIT $2`,
+          // Through the position's index whatever the statistics say (migration 0031).
+          `SELECT ${LINE_COLUMNS}, release_seq FROM sandbox_statement_page($1::bigint, $2::int)`,
           [after.toString(10), deps.pageSize],
         );
         const last = rows[rows.length - 1];

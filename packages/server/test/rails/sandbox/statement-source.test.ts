@@ -1,5 +1,6 @@
 import fc from 'fast-check';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import type { Db, Queryable } from '../../../src/db/db.ts';
 import type { BankStatementLine, StatementSource } from '../../../src/rails/rail.ts';
 import { createSandboxBank, createSandboxRail, type SandboxBank } from '../../../src/rails/sandbox/index.ts';
 import { ManualClock } from '../../../src/shared/clock.ts';
@@ -49,6 +50,39 @@ function reader(source: StatementSource) {
 }
 
 const refs = (lines: BankStatementLine[]) => lines.map((l) => l.reference);
+
+/** Lines of the statement this transaction has read so far (sequentially or through an index). */
+async function linesRead(q: Queryable): Promise<number> {
+  const { rows } = await q.query<{ n: string }>(
+    `SELECT (coalesce(sum(seq_tup_read), 0) + coalesce(sum(idx_tup_fetch), 0))::text AS n
+       FROM pg_stat_xact_user_tables WHERE relname = 'sandbox_bank_lines'`,
+  );
+  return Number(rows[0]!.n);
+}
+
+/** The database, noting how many lines each statement page read took (inside its own transaction). */
+function withPageReads(inner: Db): Db & { pageReads: number[] } {
+  const pageReads: number[] = [];
+  const watch = (q: Queryable): Queryable => ({
+    exec: (sql) => q.exec(sql),
+    async query(sql, params) {
+      if (!sql.includes('ORDER BY release_seq') && !sql.includes('sandbox_statement_page('))
+        return q.query(sql, params);
+      const before = await linesRead(q);
+      const result = await q.query(sql, params);
+      pageReads.push((await linesRead(q)) - before);
+      return result as never;
+    },
+  });
+  return {
+    kind: inner.kind,
+    query: (sql, params) => inner.query(sql, params),
+    exec: (sql) => inner.exec(sql),
+    close: () => inner.close(),
+    tx: (fn, options) => inner.tx((q) => fn(watch(q)), options),
+    pageReads,
+  };
+}
 
 describe('sandbox statement source', () => {
   it('returns nothing and no cursor from an empty statement', async () => {
@@ -114,6 +148,21 @@ describe('sandbox statement source', () => {
     const pages: string[][] = [];
     for (let i = 0; i < 4; i++) pages.push(refs(await r.next()));
     expect(pages).toEqual([['L0', 'L1'], ['L2', 'L3'], ['L4'], []]);
+  });
+
+  it('reads only the lines of the page, however long the statement', async () => {
+    const watched = withPageReads(t.db);
+    const watchedBank = createSandboxBank({ db: watched, clock, settleMs: SETTLE_MS, ownBankCode: OWN_BANK });
+    for (let i = 0; i < 300; i++) ok(await bank.addLine({ direction: 'credit', amountMinor: 1n, reference: `R${i}` }));
+    const r = reader(watchedBank.statementSource());
+    expect(await r.next()).toHaveLength(300);
+    ok(await bank.addLine({ direction: 'credit', amountMinor: 1n, reference: 'LAST' }));
+    watched.pageReads.length = 0;
+    expect(refs(await r.next())).toEqual(['LAST']);
+    expect(refs(await r.next())).toEqual([]);
+    // A page past the cursor is found through the position's index: it never reads the lines before it.
+    expect(watched.pageReads).toHaveLength(2);
+    for (const read of watched.pageReads) expect(read).toBeLessThanOrEqual(2);
   });
 
   it('serves independent readers each the whole statement', async () => {
