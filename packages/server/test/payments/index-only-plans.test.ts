@@ -75,7 +75,11 @@ describe('plans of the money path', () => {
   beforeAll(async () => {
     testDb = await createTestDb();
     watched = withReadWatch(testDb.db);
-    server = await startTestServer({ testDb: { ...testDb, db: watched } });
+    // Interbank payments stay pending (their holds held) for the whole test, whatever its speed.
+    server = await startTestServer({
+      testDb: { ...testDb, db: watched },
+      env: { DISPERSA_SANDBOX_SETTLE_MS: '3600000' },
+    });
     client = await server.newClient({ fundMinor: 10_000_000_000n });
   }, 60_000);
   afterAll(async () => {
