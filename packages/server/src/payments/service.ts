@@ -3,7 +3,7 @@ import type { NonceVerdict } from '../auth/nonce-store.ts';
 import { availableBalance } from '../ledger/ledger.ts';
 import type { CreateResult } from './create.ts';
 import { createPaymentPipeline, type PipelineDeps } from './pipeline.ts';
-import { findPaymentsByIds, type ListFilter, listPayments, type Payment, seqOfPaymentId } from './repository.ts';
+import { type ListFilter, listPayments, type Payment, seqOfPaymentId } from './repository.ts';
 import { createSignedReads } from './signed-read.ts';
 
 /** A signed read of one payment: the payment, none for this client, or the refusal of its nonce. */
@@ -16,7 +16,7 @@ export type ReadResult =
 export interface PaymentService {
   create(auth: AuthContext, idempotencyKey: string, body: Record<string, unknown>): Promise<CreateResult>;
   /**
-   * One payment of the client. When the request's nonce is deferred to this read (auth/deferred-nonce.ts), the
+   * One payment of the client, read by a request whose nonce is deferred to this read (auth/deferred-nonce.ts): the
    * read consumes it in the same statement and settles it.
    */
   get(auth: AuthContext, id: string): Promise<ReadResult>;
@@ -40,10 +40,8 @@ export function createPaymentService(deps: PipelineDeps): PaymentService {
       // An id that cannot exist is not looked up; a deferred nonce is then consumed before the 404 leaves.
       if (seqOfPaymentId(id) === null) return { kind: 'not_found' };
       const deferred = auth.deferredNonce;
-      if (deferred === undefined || deferred.settled) {
-        const payment = (await findPaymentsByIds(deps.db, [id])).get(id);
-        return found(payment?.clientId === auth.clientId ? payment : null);
-      }
+      // The route defers its nonce to this read (deferNonce: 'transaction'); nothing settles it before the handler.
+      if (deferred === undefined || deferred.settled) throw new Error('a payment read needs its request nonce');
       const read = await signedReads.read({
         keyId: deferred.keyId,
         nonce: deferred.nonce,

@@ -1,7 +1,7 @@
 import type { NonceVerdict } from '../auth/nonce-store.ts';
 import type { Db } from '../db/db.ts';
 import { prepared } from '../db/prepared.ts';
-import { type BatchResult, createBatcher } from '../shared/batcher.ts';
+import { createBatcher, resultsAt } from '../shared/batcher.ts';
 import { type Payment, paymentFromJson } from './repository.ts';
 
 /**
@@ -53,24 +53,27 @@ export function createSignedReads({
           items.map((i) => i.paymentId),
         ],
       );
-      const verdicts: (NonceVerdict | undefined)[] = new Array(items.length);
       const payments = new Map<string, Payment>();
       for (const row of rows) {
-        if (row.pos !== null) {
-          verdicts[row.pos - 1] = row.verdict!;
-        } else {
-          const payment = paymentFromJson(row.payment!);
-          payments.set(payment.id, payment);
-        }
+        if (row.pos !== null) continue;
+        const payment = paymentFromJson(row.payment!);
+        payments.set(payment.id, payment);
       }
-      return items.map((item, i): BatchResult<SignedReadResult> => {
-        const verdict = verdicts[i];
-        if (verdict === undefined) return { ok: false, error: new Error('read_payments_signed gave no verdict') };
-        if (verdict !== 'ok') return { ok: true, value: { verdict } };
+      const answer = (item: SignedRead, verdict: NonceVerdict): SignedReadResult => {
+        if (verdict !== 'ok') return { verdict };
         const payment = payments.get(item.paymentId);
         // Another client's payment does not exist for this one.
-        return { ok: true, value: { verdict, payment: payment?.clientId === item.clientId ? payment : null } };
-      });
+        return { verdict, payment: payment?.clientId === item.clientId ? payment : null };
+      };
+      return resultsAt(
+        items.length,
+        rows.flatMap((row) => {
+          if (row.pos === null) return [];
+          const i = row.pos - 1;
+          return [[i, answer(items[i]!, row.verdict!)] as const];
+        }),
+        'read_payments_signed gave no verdict',
+      );
     },
   });
   return { read: (request) => batches.add(request, request.keyId) };

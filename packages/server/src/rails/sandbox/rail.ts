@@ -16,9 +16,9 @@ export interface SandboxRailDeps {
   ownBankCode?: string;
 }
 
-// A real bank rejects a reference it has already seen; that proves nothing about the first attempt.
 const SUBMIT_SQL = prepared('SELECT rail_reference, accepted FROM sandbox_submit_transfers($1::jsonb)');
 
+// A real bank rejects a reference it has already seen; that proves nothing about the first attempt.
 const DUPLICATE_REFERENCE: RailOutcome = {
   kind: 'unknown',
   subStatus: 'reconciling',

@@ -4,6 +4,7 @@ import type { Db, Queryable } from '../../../src/db/db.ts';
 import type { BankStatementLine, StatementSource } from '../../../src/rails/rail.ts';
 import { createSandboxBank, createSandboxRail, type SandboxBank } from '../../../src/rails/sandbox/index.ts';
 import { ManualClock } from '../../../src/shared/clock.ts';
+import { withQuery } from '../../support/test-db.ts';
 import { OWN_BANK, SETTLE_MS, START, transfer } from './fixtures.ts';
 import { openTestDb, type TestDb } from './test-db.ts';
 
@@ -75,10 +76,7 @@ function withPageReads(inner: Db): Db & { pageReads: number[] } {
     },
   });
   return {
-    kind: inner.kind,
-    query: (sql, params) => inner.query(sql, params),
-    exec: (sql) => inner.exec(sql),
-    close: () => inner.close(),
+    ...withQuery(inner, (sql, params) => inner.query(sql, params)),
     tx: (fn, options) => inner.tx((q) => fn(watch(q)), options),
     pageReads,
   };
