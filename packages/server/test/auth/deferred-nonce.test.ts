@@ -176,6 +176,25 @@ describe('the nonce of a signed GET', () => {
     }
   });
 
+  it('of a payment read: malformed is the replay 401 with the mark unmoved; HEAD takes no window', async () => {
+    const c = await server.newClient({ fundMinor: 1_000_000n });
+    const paid = await c.api.post('/v2/payments', body('10000'), { idempotencyKey: newKey() });
+    const path = `/v2/payments/${paid.body.payload.id}`;
+    const mark = await markOf(c);
+    for (const bad of ['0', '007', '12a', '1'.repeat(39)]) {
+      expect(await c.api.get(path, { nonce: bad }), bad).toMatchObject({
+        status: 401,
+        body: { error: 'nonce replay' },
+      });
+    }
+    expect(await markOf(c)).toBe(mark);
+    // Below the mark and never used: a GET may take it, a HEAD (strict, as the spec says) may not.
+    const unused = c.api.nonces.take();
+    expect((await c.api.get(path)).status).toBe(200);
+    expect((await c.api.request('HEAD', path, { nonce: unused })).status).toBe(401);
+    expect((await c.api.get(path, { nonce: unused })).status).toBe(200);
+  });
+
   it('answers 401 "api key is inactive" once the key is deactivated, whatever the read', async () => {
     const c = await server.newClient({ fundMinor: 1_000_000n });
     expect((await c.api.get('/v2/me')).status).toBe(200);
