@@ -1,7 +1,7 @@
 import type { AuthContext } from '../auth/authenticate.ts';
 import type { Db } from '../db/db.ts';
 import type { PaymentPathMetrics } from '../metrics/metrics.ts';
-import type { Rail } from '../rails/rail.ts';
+import type { Rail, RailOutcome } from '../rails/rail.ts';
 import { type BatchResult, createBatcher } from '../shared/batcher.ts';
 import type { Clock } from '../shared/clock.ts';
 import { failpoint } from '../shared/failpoints.ts';
@@ -21,11 +21,18 @@ import { reserveBatch } from './reserve.ts';
  *   dispatch  per batch, no transaction: the rail gets the batch's processing payments  (dispatch.ts)
  *   book      per batch, one transaction: each outcome with its ledger effect and event  (book.ts)
  *
- * Reserve and dispatch+book are two batchers, so a lane reserves the next batch while the previous one is at the
- * rail. A batch that fails answers every request in it with the error (a 5xx): its transaction rolled back, so a
- * retry with the same idempotency key starts afresh; a booking that fails leaves the payments processing, and the
- * follow-up worker finishes them (follow-up.ts).
+ * Reserve, dispatch and book are three batchers, so while one batch is booked the next is at the rail and the one
+ * after it is reserved: each phase's round trip overlaps the others' instead of adding to them. A batch that fails
+ * answers every request in it with the error (a 5xx): its transaction rolled back, so a retry with the same
+ * idempotency key starts afresh; a booking that fails leaves the payments processing, and the follow-up worker
+ * finishes them (follow-up.ts).
  */
+
+/** A payment the rail has answered, waiting for its booking. */
+interface Submitted {
+  payment: Payment;
+  outcome: RailOutcome;
+}
 
 export interface PipelineDeps extends PrepareDeps {
   db: Db;
@@ -60,19 +67,23 @@ export function createPaymentPipeline(deps: PipelineDeps): PaymentPipeline {
     },
   });
 
-  const dispatch = createBatcher<Payment, Payment>({
+  const dispatch = createBatcher<Payment, RailOutcome>({
     lanes: deps.lanes,
     maxBatch: deps.maxBatch,
-    async run(payments): Promise<BatchResult<Payment>[]> {
+    async run(payments): Promise<BatchResult<RailOutcome>[]> {
       metrics.observePaymentBatch('dispatch', payments.length);
       const outcomes = await submitToRail(deps.rail, payments, deps.logger);
       failpoint('payments.after-submit');
-      metrics.observePaymentBatch('book', payments.length);
-      const booked = await bookBatch(
-        db,
-        clock,
-        payments.map((payment, i) => ({ payment, outcome: outcomes[i]! })),
-      );
+      return outcomes.map((outcome) => ({ ok: true, value: outcome }));
+    },
+  });
+
+  const book = createBatcher<Submitted, Payment>({
+    lanes: deps.lanes,
+    maxBatch: deps.maxBatch,
+    async run(submitted): Promise<BatchResult<Payment>[]> {
+      metrics.observePaymentBatch('book', submitted.length);
+      const booked = await bookBatch(db, clock, submitted);
       failpoint('payments.after-book');
       return booked.map((b) => {
         if (b.moved) countMove(b.payment);
@@ -93,11 +104,13 @@ export function createPaymentPipeline(deps: PipelineDeps): PaymentPipeline {
       // The batch committed: it applied the nonce (or found it a replay) before deciding anything else.
       if (auth.deferredNonce) auth.deferredNonce.settled = true;
       if (reserved.kind !== 'created' || reserved.payment.state !== 'processing') return reserved;
-      return { kind: 'created', payment: await dispatch.add(reserved.payment, auth.clientId) };
+      const outcome = await dispatch.add(reserved.payment, auth.clientId);
+      return { kind: 'created', payment: await book.add({ payment: reserved.payment, outcome }, auth.clientId) };
     },
     async drained() {
       await reserve.drained();
       await dispatch.drained();
+      await book.drained();
     },
   };
 }
