@@ -1,11 +1,11 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Db } from '../../src/db/db.ts';
-import { expectLedgerSound } from '../support/ledger.ts';
 import { scrape } from '../support/metrics.ts';
 import { balanceOf, CCE, CCE_SAME_BANK, newKey, PM } from '../support/payments.ts';
 import type { Answer } from '../support/signed-client.ts';
-import { createTestDb, type TestDb, withQuery } from '../support/test-db.ts';
-import { startTestServer, type TestClient, type TestServer } from '../support/test-server.ts';
+import { withQuery } from '../support/test-db.ts';
+import type { TestClient, TestServer } from '../support/test-server.ts';
+import { startWrappedServer } from '../support/wrapped-server.ts';
 
 /**
  * Batching keeps every guarantee: requests that share a batch get exactly the answers they get one at a time, and
@@ -67,23 +67,19 @@ let db: ReturnType<typeof withCommitFault>;
 /** The statements the server ran, in order (its own queries only: not those inside a transaction). */
 const statements: string[] = [];
 
-let testDb: TestDb;
+let close: () => Promise<void>;
 beforeAll(async () => {
-  testDb = await createTestDb();
-  db = withCommitFault(
-    withQuery(testDb.db, (sql, params) => {
-      statements.push(sql);
-      return testDb.db.query(sql, params);
-    }),
-  );
-  server = await startTestServer({ testDb: { ...testDb, db } });
+  ({ server, close } = await startWrappedServer((inner) => {
+    db = withCommitFault(
+      withQuery(inner, (sql, params) => {
+        statements.push(sql);
+        return inner.query(sql, params);
+      }),
+    );
+    return db;
+  }));
 });
-afterAll(async () => {
-  await expectLedgerSound(server.testDb.db);
-  await server.stop();
-  // A server given its database leaves it to its owner (support/test-server.ts).
-  await testDb.close();
-});
+afterAll(() => close());
 
 /** One client with a key per request (writes of one key go one at a time), funded the same way each time. */
 async function clientWithKeys(keys: number): Promise<TestClient[]> {

@@ -1,8 +1,8 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { expectLedgerSound } from '../support/ledger.ts';
 import { newKey, PM } from '../support/payments.ts';
-import { createTestDb, type TestDb, withQuery } from '../support/test-db.ts';
-import { startTestServer, type TestServer } from '../support/test-server.ts';
+import { withQuery } from '../support/test-db.ts';
+import type { TestServer } from '../support/test-server.ts';
+import { startWrappedServer } from '../support/wrapped-server.ts';
 
 /**
  * The payment phases overlap (payments/pipeline.ts): while one batch is being booked, the next one is already at
@@ -13,46 +13,40 @@ import { startTestServer, type TestServer } from '../support/test-server.ts';
 
 const HOLD_LIMIT_MS = 4_000;
 
-let testDb: TestDb;
 let server: TestServer;
+let close: () => Promise<void>;
 /** The booking being held, once the next one is armed. */
 let hold: { release(): void } | null = null;
 let armed: (() => void) | null = null;
 let submitsWhileHeld = 0;
 
 beforeAll(async () => {
-  testDb = await createTestDb();
-  const db = withQuery(testDb.db, async (sql, params) => {
-    if (sql.includes('sandbox_submit_transfers(') && hold !== null) {
-      submitsWhileHeld++;
-      hold.release();
-    }
-    if (armed !== null && sql.includes('book_payments(')) {
-      const onHeld = armed;
-      armed = null;
-      await new Promise<void>((resolve) => {
-        const limit = setTimeout(resolve, HOLD_LIMIT_MS);
-        hold = {
-          release() {
-            clearTimeout(limit);
-            resolve();
-          },
-        };
-        onHeld();
-      });
-      hold = null;
-    }
-    return testDb.db.query(sql, params);
-  });
-  server = await startTestServer({ testDb: { ...testDb, db } });
+  ({ server, close } = await startWrappedServer((inner) =>
+    withQuery(inner, async (sql, params) => {
+      if (sql.includes('sandbox_submit_transfers(') && hold !== null) {
+        submitsWhileHeld++;
+        hold.release();
+      }
+      if (armed !== null && sql.includes('book_payments(')) {
+        const onHeld = armed;
+        armed = null;
+        await new Promise<void>((resolve) => {
+          const limit = setTimeout(resolve, HOLD_LIMIT_MS);
+          hold = {
+            release() {
+              clearTimeout(limit);
+              resolve();
+            },
+          };
+          onHeld();
+        });
+        hold = null;
+      }
+      return inner.query(sql, params);
+    }),
+  ));
 });
-
-afterAll(async () => {
-  await expectLedgerSound(server.testDb.db);
-  await server.stop();
-  // A server given its database leaves it to its owner (support/test-server.ts).
-  await testDb.close();
-});
+afterAll(() => close());
 
 describe('the payment phases', () => {
   it('hand the next batch to the rail while the previous one is being booked', async () => {
