@@ -1,8 +1,9 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Db, Queryable } from '../../src/db/db.ts';
 import { CCE, newKey, PM, pay } from '../support/payments.ts';
-import { createTestDb, type TestDb, withQuery } from '../support/test-db.ts';
-import { startTestServer, type TestClient, type TestServer } from '../support/test-server.ts';
+import { withQuery } from '../support/test-db.ts';
+import type { TestClient, TestServer } from '../support/test-server.ts';
+import { startWrappedServer } from '../support/wrapped-server.ts';
 
 /**
  * The money path's functions keep their plans for the life of a connection, made while the tables were nearly
@@ -70,23 +71,20 @@ describe('plans of the money path', () => {
   let watched: ReturnType<typeof withReadWatch>;
   let client: TestClient;
 
-  let testDb: TestDb | undefined;
+  let close: (() => Promise<void>) | undefined;
 
   beforeAll(async () => {
-    testDb = await createTestDb();
-    watched = withReadWatch(testDb.db);
-    // Interbank payments stay pending (their holds held) for the whole test, whatever its speed.
-    server = await startTestServer({
-      testDb: { ...testDb, db: watched },
-      env: { DISPERSA_SANDBOX_SETTLE_MS: '3600000' },
-    });
+    ({ server, close } = await startWrappedServer(
+      (inner) => {
+        watched = withReadWatch(inner);
+        return watched;
+      },
+      // Interbank payments stay pending (their holds held) for the whole test, whatever its speed.
+      { env: { DISPERSA_SANDBOX_SETTLE_MS: '3600000' } },
+    ));
     client = await server.newClient({ fundMinor: 10_000_000_000n });
   }, 60_000);
-  afterAll(async () => {
-    await server?.stop();
-    // A server given its database leaves it to its owner (support/test-server.ts).
-    await testDb?.close();
-  });
+  afterAll(() => close?.());
 
   it('go straight to their rows, however small the tables were when the plans were made', async () => {
     // Completed, failed at the bank, refused by a rule, pending interbank: every branch of reserve and booking.
@@ -118,7 +116,7 @@ describe('plans of the money path', () => {
     // reserve reads none.
     expect(watched.calls.filter((c) => c.paymentRowsRead > 4 * c.items)).toEqual([]);
     // Holds are found by their payment: a read of the held-holds index grows with every payment still pending.
-    const { rows } = await testDb!.db.query<{ n: string }>(
+    const { rows } = await server.testDb.db.query<{ n: string }>(
       `SELECT count(*)::text AS n FROM holds WHERE status = 'held'`,
     );
     expect(Number(rows[0]!.n)).toBeGreaterThan(8);

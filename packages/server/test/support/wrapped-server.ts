@@ -10,9 +10,10 @@ import { startTestServer, type TestServer } from './test-server.ts';
  */
 export async function startWrappedServer(
   wrap: (db: Db) => Db,
+  options: { env?: Record<string, string> } = {},
 ): Promise<{ server: TestServer; close(): Promise<void> }> {
   const testDb = await createTestDb();
-  const server = await startTestServer({ testDb: { ...testDb, db: wrap(testDb.db) } });
+  const server = await startTestServer({ testDb: { ...testDb, db: wrap(testDb.db) }, env: options.env });
   return {
     server,
     async close() {
