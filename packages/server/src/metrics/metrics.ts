@@ -20,6 +20,11 @@ export interface PaymentPathMetrics {
   paymentTransition(moved: { rail: string; state: string; subStatus: string | null }): void;
   /** Size of one batch of payment requests handled together by the payment path, per phase. */
   observePaymentBatch(phase: PaymentBatchPhase, size: number): void;
+  /**
+   * Time one payment request spent in a phase: waiting for the batch in flight before its own, then its own batch.
+   * Where a payment's latency goes under load (the batch sizes alone do not tell).
+   */
+  observePaymentPhase(phase: PaymentBatchPhase, seconds: number): void;
   /** Size of one flush of the nonce store (requests whose nonce marks one statement applied). */
   observeNonceBatch(size: number): void;
 }
@@ -70,6 +75,13 @@ export function createMetrics(options: { processMetrics?: boolean } = {}): Metri
     buckets: BATCH_BUCKETS,
     registers,
   });
+  const paymentPhaseSeconds = new Histogram({
+    name: 'dispersa_payment_phase_seconds',
+    help: 'Time a payment request spent in each phase of the payment path, its wait for a batch included',
+    labelNames: ['phase'] as const,
+    buckets: LATENCY_BUCKETS,
+    registers,
+  });
   const nonceBatches = new Histogram({
     name: 'dispersa_nonce_batch_size',
     help: 'Requests whose nonce marks one flush of the nonce store applied',
@@ -104,6 +116,9 @@ export function createMetrics(options: { processMetrics?: boolean } = {}): Metri
     },
     observePaymentBatch(phase, size) {
       paymentBatches.observe({ phase }, size);
+    },
+    observePaymentPhase(phase, seconds) {
+      paymentPhaseSeconds.observe({ phase }, seconds);
     },
     observeNonceBatch(size) {
       nonceBatches.observe(size);

@@ -100,12 +100,19 @@ export function createPaymentPipeline(deps: PipelineDeps): PaymentPipeline {
     async create(auth, idempotencyKey, body) {
       const prepared = await preparePayment(deps, auth, idempotencyKey, body);
       if (prepared.kind === 'refused') return prepared;
+      const t0 = performance.now();
       const reserved = await reserve.add(prepared.item, auth.clientId);
       // The batch committed: it applied the nonce (or found it a replay) before deciding anything else.
       if (auth.deferredNonce) auth.deferredNonce.settled = true;
+      const t1 = performance.now();
+      metrics.observePaymentPhase('reserve', (t1 - t0) / 1000);
       if (reserved.kind !== 'created' || reserved.payment.state !== 'processing') return reserved;
       const outcome = await dispatch.add(reserved.payment, auth.clientId);
-      return { kind: 'created', payment: await book.add({ payment: reserved.payment, outcome }, auth.clientId) };
+      const t2 = performance.now();
+      metrics.observePaymentPhase('dispatch', (t2 - t1) / 1000);
+      const booked = await book.add({ payment: reserved.payment, outcome }, auth.clientId);
+      metrics.observePaymentPhase('book', (performance.now() - t2) / 1000);
+      return { kind: 'created', payment: booked };
     },
     async drained() {
       await reserve.drained();

@@ -118,20 +118,47 @@ describe('GET /metrics', () => {
     expect(later.text).not.toContain(res.body.payload.intentId);
   });
 
-  it('a payment moves the transition counters of its rail and states, and the batch sizes of each phase', async () => {
+  it('a payment moves the transition counters of its rail and states, and the batch sizes and times of each phase', async () => {
     const completed = { rail: 'PM', state: 'completed', sub_status: '' };
     const reserved = { rail: 'PM', state: 'processing', sub_status: 'reserved' };
     const before = await scrape(server.adminUrl);
+    const started = performance.now();
     const res = await pay(client, '150000', PM, newKey());
+    const elapsedSeconds = (performance.now() - started) / 1000;
     expect(res.body.payload.state).toBe('completed');
     const after = await scrape(server.adminUrl);
     for (const labels of [completed, reserved]) {
       const was = before.value('dispersa_payment_transitions_total', labels) ?? 0;
       expect(after.value('dispersa_payment_transitions_total', labels), JSON.stringify(labels)).toBe(was + 1);
     }
+    let phaseSeconds = 0;
     for (const phase of ['reserve', 'dispatch', 'book']) {
       const was = before.value('dispersa_payment_batch_size_count', { phase }) ?? 0;
       expect(after.value('dispersa_payment_batch_size_count', { phase }), phase).toBe(was + 1);
+      const timed = before.value('dispersa_payment_phase_seconds_count', { phase }) ?? 0;
+      expect(after.value('dispersa_payment_phase_seconds_count', { phase }), phase).toBe(timed + 1);
+      const spent =
+        (after.value('dispersa_payment_phase_seconds_sum', { phase }) ?? 0) -
+        (before.value('dispersa_payment_phase_seconds_sum', { phase }) ?? 0);
+      expect(spent, phase).toBeGreaterThan(0);
+      phaseSeconds += spent;
+    }
+    // Seconds, and only the request's own time: the phases fit inside the call that made them.
+    expect(phaseSeconds).toBeLessThan(elapsedSeconds);
+  });
+
+  it('a payment refused by a rule is timed in the reserve phase only', async () => {
+    const before = await scrape(server.adminUrl);
+    const res = await pay(client, '100000000001', PM, newKey());
+    expect(res.status).toBe(422);
+    const after = await scrape(server.adminUrl);
+    for (const [phase, added] of [
+      ['reserve', 1],
+      ['dispatch', 0],
+      ['book', 0],
+    ] as const) {
+      const was = before.value('dispersa_payment_phase_seconds_count', { phase }) ?? 0;
+      expect(after.value('dispersa_payment_phase_seconds_count', { phase }) ?? 0, phase).toBe(was + added);
     }
   });
 
