@@ -64,9 +64,14 @@ export interface ScenarioResult extends LoadResult {
   waits: WaitSample[] | null;
   /** Requests per batch during the run, per phase of the payment path and for the nonce store (from /metrics). */
   meanBatch: Record<string, number>;
+  /** Milliseconds a payment request spent in each phase of the payment path, its wait for a batch included. */
+  meanPhaseMs: Record<string, number>;
 }
 
 type BatchCounters = Record<string, { sum: number; count: number }>;
+
+/** Prefix of the counters of a phase's time per request (dispersa_payment_phase_seconds), beside the batch sizes. */
+const PHASE_TIME = 'ms:';
 
 /** Sum and count of each batch-size histogram of the server's /metrics. */
 async function batchSizes(adminUrl: string, token: string): Promise<BatchCounters> {
@@ -74,11 +79,18 @@ async function batchSizes(adminUrl: string, token: string): Promise<BatchCounter
   const text = await res.text();
   const out: BatchCounters = {};
   for (const line of text.split('\n')) {
-    const m = /^dispersa_(payment|nonce)_batch_size_(sum|count)(?:\{phase="([a-z]+)"\})? ([0-9.e+]+)$/.exec(line);
-    if (!m) continue;
-    const name = m[1] === 'nonce' ? 'nonce' : m[3]!;
-    out[name] ??= { sum: 0, count: 0 };
-    out[name][m[2] as 'sum' | 'count'] = Number(m[4]);
+    const m = /^dispersa_(payment|nonce)_batch_size_(sum|count)(?:\{phase="([a-z]+)"\})? ([0-9.e+-]+)$/.exec(line);
+    const t = /^dispersa_payment_phase_seconds_(sum|count)\{phase="([a-z]+)"\} ([0-9.e+-]+)$/.exec(line);
+    if (m) {
+      const name = m[1] === 'nonce' ? 'nonce' : m[3]!;
+      out[name] ??= { sum: 0, count: 0 };
+      out[name][m[2] as 'sum' | 'count'] = Number(m[4]);
+    } else if (t) {
+      // Seconds per request, kept in milliseconds.
+      const name = `${PHASE_TIME}${t[2]}`;
+      out[name] ??= { sum: 0, count: 0 };
+      out[name][t[1] as 'sum' | 'count'] = t[1] === 'sum' ? Number(t[3]) * 1000 : Number(t[3]);
+    }
   }
   return out;
 }
@@ -282,7 +294,11 @@ export async function benchPayments(o: PaymentsBenchOptions): Promise<BackendRes
       const batchesBefore = await batchSizes(server.adminUrl, adminToken);
       const result = await load;
       const batchesAfter = await batchSizes(server.adminUrl, adminToken);
-      const meanBatch = meanBatchSizes(batchesBefore, batchesAfter);
+      const means = Object.entries(meanBatchSizes(batchesBefore, batchesAfter));
+      const meanBatch = Object.fromEntries(means.filter(([name]) => !name.startsWith(PHASE_TIME)));
+      const meanPhaseMs = Object.fromEntries(
+        means.filter(([name]) => name.startsWith(PHASE_TIME)).map(([name, ms]) => [name.slice(PHASE_TIME.length), ms]),
+      );
       const waits = sampler === null ? null : await (sampler as { stop(): Promise<WaitSample[]> }).stop();
       const end = markCpu();
       const rssAfterKb = server.rssKb();
@@ -309,6 +325,7 @@ export async function benchPayments(o: PaymentsBenchOptions): Promise<BackendRes
         db,
         waits,
         meanBatch,
+        meanPhaseMs,
       });
       log(
         `[${o.backend}] ${scenario}: ${result.rps} req/s, p50 ${result.latencyMs.p50} ms, p99 ${result.latencyMs.p99} ms, ` +
@@ -320,6 +337,13 @@ export async function benchPayments(o: PaymentsBenchOptions): Promise<BackendRes
           .map(([phase, size]) => `${phase} ${size}`)
           .join(', ')}`,
       );
+      if (Object.keys(meanPhaseMs).length > 0) {
+        log(
+          `    ms per request in each phase (its wait for a batch included): ${Object.entries(meanPhaseMs)
+            .map(([phase, ms]) => `${phase} ${ms}`)
+            .join(', ')}`,
+        );
+      }
       for (const w of waits?.slice(0, 6) ?? [])
         log(`    ${String(w.percent).padStart(5)}%  ${w.wait.padEnd(28)} ${w.query}`);
     }
