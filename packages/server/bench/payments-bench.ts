@@ -70,32 +70,33 @@ export interface ScenarioResult extends LoadResult {
 
 type BatchCounters = Record<string, { sum: number; count: number }>;
 
-/** Prefix of the counters of a phase's time per request (dispersa_payment_phase_seconds), beside the batch sizes. */
-const PHASE_TIME = 'ms:';
+/** The payment path's histograms of the server's /metrics, as sum and count per name. */
+interface PathCounters {
+  /** Batch sizes: per phase of the payment path, and "nonce" for the nonce store. */
+  batch: BatchCounters;
+  /** Milliseconds a request spent per phase (dispersa_payment_phase_seconds, sums converted). */
+  phaseMs: BatchCounters;
+}
 
-/** Sum and count of each batch-size histogram of the server's /metrics. */
-async function batchSizes(adminUrl: string, token: string): Promise<BatchCounters> {
+async function pathCounters(adminUrl: string, token: string): Promise<PathCounters> {
   const res = await fetch(`${adminUrl}/metrics`, { headers: { authorization: `Bearer ${token}` } });
   const text = await res.text();
-  const out: BatchCounters = {};
+  const out: PathCounters = { batch: {}, phaseMs: {} };
+  const add = (into: BatchCounters, name: string, kind: string, value: number) => {
+    into[name] ??= { sum: 0, count: 0 };
+    into[name][kind as 'sum' | 'count'] = value;
+  };
   for (const line of text.split('\n')) {
-    const m = /^dispersa_(payment|nonce)_batch_size_(sum|count)(?:\{phase="([a-z]+)"\})? ([0-9.e+-]+)$/.exec(line);
+    const b = /^dispersa_(payment|nonce)_batch_size_(sum|count)(?:\{phase="([a-z]+)"\})? ([0-9.e+-]+)$/.exec(line);
+    if (b) add(out.batch, b[1] === 'nonce' ? 'nonce' : b[3]!, b[2]!, Number(b[4]));
     const t = /^dispersa_payment_phase_seconds_(sum|count)\{phase="([a-z]+)"\} ([0-9.e+-]+)$/.exec(line);
-    if (m) {
-      const name = m[1] === 'nonce' ? 'nonce' : m[3]!;
-      out[name] ??= { sum: 0, count: 0 };
-      out[name][m[2] as 'sum' | 'count'] = Number(m[4]);
-    } else if (t) {
-      // Seconds per request, kept in milliseconds.
-      const name = `${PHASE_TIME}${t[2]}`;
-      out[name] ??= { sum: 0, count: 0 };
-      out[name][t[1] as 'sum' | 'count'] = t[1] === 'sum' ? Number(t[3]) * 1000 : Number(t[3]);
-    }
+    if (t) add(out.phaseMs, t[2]!, t[1]!, t[1] === 'sum' ? Number(t[3]) * 1000 : Number(t[3]));
   }
   return out;
 }
 
-function meanBatchSizes(before: BatchCounters, after: BatchCounters): Record<string, number> {
+/** The mean of each histogram between two scrapes (one decimal). */
+function meansOver(before: BatchCounters, after: BatchCounters): Record<string, number> {
   const out: Record<string, number> = {};
   for (const [name, a] of Object.entries(after)) {
     const b = before[name] ?? { sum: 0, count: 0 };
@@ -291,14 +292,11 @@ export async function benchPayments(o: PaymentsBenchOptions): Promise<BackendRes
           if (waitsClient !== null && dbName !== null) sampler = sampleWaits(waitsClient, dbName);
         },
       );
-      const batchesBefore = await batchSizes(server.adminUrl, adminToken);
+      const countersBefore = await pathCounters(server.adminUrl, adminToken);
       const result = await load;
-      const batchesAfter = await batchSizes(server.adminUrl, adminToken);
-      const means = Object.entries(meanBatchSizes(batchesBefore, batchesAfter));
-      const meanBatch = Object.fromEntries(means.filter(([name]) => !name.startsWith(PHASE_TIME)));
-      const meanPhaseMs = Object.fromEntries(
-        means.filter(([name]) => name.startsWith(PHASE_TIME)).map(([name, ms]) => [name.slice(PHASE_TIME.length), ms]),
-      );
+      const countersAfter = await pathCounters(server.adminUrl, adminToken);
+      const meanBatch = meansOver(countersBefore.batch, countersAfter.batch);
+      const meanPhaseMs = meansOver(countersBefore.phaseMs, countersAfter.phaseMs);
       const waits = sampler === null ? null : await (sampler as { stop(): Promise<WaitSample[]> }).stop();
       const end = markCpu();
       const rssAfterKb = server.rssKb();
