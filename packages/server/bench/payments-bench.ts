@@ -43,6 +43,10 @@ export interface DbActivity {
   rowsInserted: number;
   rowsUpdated: number;
   walRecords: number | null;
+  /** Bytes of WAL written: what the database wrote for the run, a measure that does not move with the machine's speed. */
+  walBytes: number | null;
+  /** Full-page images among the records (the first change of a page after a checkpoint logs the whole page). */
+  walFpi: number | null;
   walSyncs: number | null;
 }
 
@@ -164,27 +168,58 @@ async function dbActivity(client: pg.Client, dbName: string): Promise<DbActivity
     [dbName],
   );
   let walRecords: number | null = null;
+  let walBytes: number | null = null;
+  let walFpi: number | null = null;
   let walSyncs: number | null = null;
   try {
-    const wal = await client.query<{ r: string; s: string }>(
-      'SELECT wal_records::text AS r, wal_sync::text AS s FROM pg_stat_wal',
+    const wal = await client.query<{ r: string; b: string; f: string; s: string }>(
+      'SELECT wal_records::text AS r, wal_bytes::text AS b, wal_fpi::text AS f, wal_sync::text AS s FROM pg_stat_wal',
     );
     walRecords = Number(wal.rows[0]!.r);
+    walBytes = Number(wal.rows[0]!.b);
+    walFpi = Number(wal.rows[0]!.f);
     walSyncs = Number(wal.rows[0]!.s);
   } catch {
     // pg_stat_wal needs PostgreSQL 14+
   }
   const row = db.rows[0]!;
-  return { commits: Number(row.c), rowsInserted: Number(row.i), rowsUpdated: Number(row.u), walRecords, walSyncs };
+  return {
+    commits: Number(row.c),
+    rowsInserted: Number(row.i),
+    rowsUpdated: Number(row.u),
+    walRecords,
+    walBytes,
+    walFpi,
+    walSyncs,
+  };
 }
+
+const change = (a: number | null, b: number | null): number | null => (a === null || b === null ? null : b - a);
 
 const delta = (a: DbActivity, b: DbActivity): DbActivity => ({
   commits: b.commits - a.commits,
   rowsInserted: b.rowsInserted - a.rowsInserted,
   rowsUpdated: b.rowsUpdated - a.rowsUpdated,
-  walRecords: a.walRecords === null || b.walRecords === null ? null : b.walRecords - a.walRecords,
-  walSyncs: a.walSyncs === null || b.walSyncs === null ? null : b.walSyncs - a.walSyncs,
+  walRecords: change(a.walRecords, b.walRecords),
+  walBytes: change(a.walBytes, b.walBytes),
+  walFpi: change(a.walFpi, b.walFpi),
+  walSyncs: change(a.walSyncs, b.walSyncs),
 });
+
+/** What the database wrote per request: independent of the machine's speed, so runs of different hours compare. */
+export function dbWorkLine(db: DbActivity, requests: number): string | null {
+  if (requests === 0) return null;
+  const per = (n: number, digits: number) => (n / requests).toFixed(digits);
+  const wal =
+    db.walRecords === null || db.walBytes === null
+      ? ''
+      : `, ${per(db.walRecords, 1)} WAL records, ${per(db.walBytes / 1024, 2)} KB of WAL` +
+        (db.walFpi === null ? '' : ` (${per(db.walFpi, 2)} full-page images)`);
+  return (
+    `database per request: ${per(db.rowsInserted, 2)} rows inserted, ${per(db.rowsUpdated, 2)} updated, ` +
+    `${per(db.commits, 2)} commits${wal}`
+  );
+}
 
 /** A few completed payments per lane through ordinary signed calls: warms the server and gives GETs ids to read. */
 async function seedPayments(server: ServerProcess, keys: BenchKey[], perLane: number): Promise<string[][]> {
@@ -342,6 +377,8 @@ export async function benchPayments(o: PaymentsBenchOptions): Promise<BackendRes
             .join(', ')}`,
         );
       }
+      const work = db === null ? null : dbWorkLine(db, result.requests);
+      if (work !== null) log(`    ${work}`);
       for (const w of waits?.slice(0, 6) ?? [])
         log(`    ${String(w.percent).padStart(5)}%  ${w.wait.padEnd(28)} ${w.query}`);
     }
