@@ -207,7 +207,7 @@ const delta = (a: DbActivity, b: DbActivity): DbActivity => ({
 });
 
 /** What the database wrote per request: independent of the machine's speed, so runs of different hours compare. */
-export function dbWorkLine(db: DbActivity, requests: number): string | null {
+function dbWorkLine(db: DbActivity, requests: number): string | null {
   if (requests === 0) return null;
   const per = (n: number, digits: number) => (n / requests).toFixed(digits);
   const wal =
