@@ -72,21 +72,22 @@ export interface ScenarioResult extends LoadResult {
   meanPhaseMs: Record<string, number>;
 }
 
-type BatchCounters = Record<string, { sum: number; count: number }>;
+/** Sum and count of each of a family of /metrics histograms, by name. */
+type HistogramTotals = Record<string, { sum: number; count: number }>;
 
 /** The payment path's histograms of the server's /metrics, as sum and count per name. */
 interface PathCounters {
   /** Batch sizes: per phase of the payment path, and "nonce" for the nonce store. */
-  batch: BatchCounters;
+  batch: HistogramTotals;
   /** Milliseconds a request spent per phase (dispersa_payment_phase_seconds, sums converted). */
-  phaseMs: BatchCounters;
+  phaseMs: HistogramTotals;
 }
 
 async function pathCounters(adminUrl: string, token: string): Promise<PathCounters> {
   const res = await fetch(`${adminUrl}/metrics`, { headers: { authorization: `Bearer ${token}` } });
   const text = await res.text();
   const out: PathCounters = { batch: {}, phaseMs: {} };
-  const add = (into: BatchCounters, name: string, kind: string, value: number) => {
+  const add = (into: HistogramTotals, name: string, kind: string, value: number) => {
     into[name] ??= { sum: 0, count: 0 };
     into[name][kind as 'sum' | 'count'] = value;
   };
@@ -100,7 +101,7 @@ async function pathCounters(adminUrl: string, token: string): Promise<PathCounte
 }
 
 /** The mean of each histogram between two scrapes (one decimal). */
-function meansOver(before: BatchCounters, after: BatchCounters): Record<string, number> {
+function meansOver(before: HistogramTotals, after: HistogramTotals): Record<string, number> {
   const out: Record<string, number> = {};
   for (const [name, a] of Object.entries(after)) {
     const b = before[name] ?? { sum: 0, count: 0 };
