@@ -5,6 +5,7 @@ import type { StatementSource } from '../rails/rail.ts';
 import type { Clock } from '../shared/clock.ts';
 import { minorFromDb } from '../shared/money.ts';
 import { resolveOpenBalanceMismatch, upsertBalanceMismatch } from './exceptions.ts';
+import { INGEST_LOCK, readCursor } from './ingest.ts';
 
 /**
  * The balance check: the bank's reported balance against the ledger's bank account, per currency.
@@ -20,8 +21,9 @@ import { resolveOpenBalanceMismatch, upsertBalanceMismatch } from './exceptions.
  * - unexplained: the rest. Non-zero on `persistChecks` consecutive checks → one open balance_mismatch for
  *   the currency (kept up to date, never one per cycle) and the gauge; back to zero → closed by itself.
  *
- * Run only when ingestion has caught up (the balance and the ingested statement then describe the same
- * moment; a line that shows between the two is a one-check blip the persistence rule absorbs).
+ * Run only when ingestion has caught up, and against one position of the statement (checkDue): the bank's
+ * balance and the ledger's figures then describe the same lines. A movement the ledger books with no line yet
+ * (a payout, a funding) is explained by the debit watch or the fundings awaiting credit.
  */
 export interface BalanceDeps {
   db: Db;
@@ -100,6 +102,11 @@ async function explanation(q: Queryable, currency: string, limit: number) {
   };
 }
 
+/** The statement's cursor the bank's balances were read at (null: nothing ingested yet). */
+export interface StatementPosition {
+  cursor: string | null;
+}
+
 export interface BalanceCheckResult {
   currency: string;
   bankMinor: bigint;
@@ -137,8 +144,21 @@ export function createBalanceCheck(deps: BalanceDeps) {
     return out;
   }
 
-  async function compare(currency: string, bankMinor: bigint): Promise<BalanceCheckResult | null> {
+  /**
+   * Compares one currency in one transaction. With `at`, the statement must still be at that position: the
+   * shared ingestion lock keeps any ingestion from committing while the ledger is read, and a cursor that
+   * moved since the bank was read skips the check (null) until the next pass.
+   */
+  async function compare(
+    currency: string,
+    bankMinor: bigint,
+    at?: StatementPosition,
+  ): Promise<BalanceCheckResult | null> {
     const result = await deps.db.tx(async (q) => {
+      if (at !== undefined) {
+        await q.query('SELECT pg_advisory_xact_lock_shared($1, 0)', [INGEST_LOCK]);
+        if ((await readCursor(q, deps.source.name)) !== at.cursor) return null;
+      }
       const now = deps.clock.now();
       const { rows } = await q.query<{
         baseline_minor: string | null;
@@ -200,18 +220,24 @@ export function createBalanceCheck(deps: BalanceDeps) {
   }
 
   /**
-   * Checks every due currency. `stillCaughtUp` is asked after the balances are read: when the statement has
-   * moved on meanwhile, the balances may include lines not yet ingested and the check waits for the next pass.
+   * Checks every due currency against one position of the statement. The cursor is read before the bank's
+   * balances; `caughtUpAt` is asked after them (it ingests what is new and answers the cursor only when there
+   * was nothing). The same cursor both times means the balances hold exactly the lines ingested up to it:
+   * nothing new showed and no other process ingested meanwhile. Otherwise the check waits for the next pass,
+   * for a line ingested between the bank's read and the ledger's would count in the ledger and not in the
+   * bank's figure, and on a currency's first check become part of the baseline for good.
    */
-  async function checkDue(stillCaughtUp: () => Promise<boolean>): Promise<BalanceCheckResult[]> {
+  async function checkDue(caughtUpAt: () => Promise<StatementPosition | null>): Promise<BalanceCheckResult[]> {
     const currencies = await dueCurrencies();
     if (currencies.length === 0) return [];
+    const before = await readCursor(deps.db, deps.source.name);
     const bank = await readBank(currencies);
     if (bank === null) return [];
-    if (!(await stillCaughtUp())) return [];
+    const after = await caughtUpAt();
+    if (after === null || after.cursor !== before) return [];
     const out: BalanceCheckResult[] = [];
     for (const [currency, minor] of bank) {
-      const r = await compare(currency, minor);
+      const r = await compare(currency, minor, after);
       if (r !== null) out.push(r);
     }
     return out;

@@ -2,7 +2,7 @@ import type { AppContext } from '../context.ts';
 import type { Domain } from '../domain.ts';
 import type { RailSetup } from '../rails/registry.ts';
 import { registerReconciliationAdminRoutes } from './admin-routes.ts';
-import { type BalanceCheckResult, createBalanceCheck } from './balance.ts';
+import { type BalanceCheckResult, createBalanceCheck, type StatementPosition } from './balance.ts';
 import { type IngestResult, type IngestSummary, ingestNextPage } from './ingest.ts';
 import { createReconciliationMetrics, type ReconciliationMetrics } from './metrics.ts';
 import { createRequery } from './requery.ts';
@@ -82,11 +82,17 @@ export function createReconciliationDomain(
   });
   const watch = createWatch({ db, clock, graceMs: budgetMs });
 
+  /** Ingests what is new; the statement's position when there was nothing (the balance check's condition). */
+  async function caughtUpAt(): Promise<StatementPosition | null> {
+    const r = await ingest();
+    return r.kind === 'caught_up' ? { cursor: r.cursor } : null;
+  }
+
   async function statementNext(): Promise<string | undefined> {
     const result = await ingest();
     if (result.kind === 'ingested' || result.kind === 'raced') return result.kind;
     if (result.kind === 'unavailable') return undefined;
-    await balance.checkDue(async () => (await ingest()).kind === 'caught_up');
+    await balance.checkDue(caughtUpAt);
     return undefined;
   }
 
@@ -115,7 +121,7 @@ export function createReconciliationDomain(
         pass.pages++;
       }
       for (let i = 0; i < MAX_PASS_STEPS && (await watch.checkNext()) !== undefined; i++) pass.watched++;
-      pass.balances = await balance.checkDue(async () => (await ingest()).kind === 'caught_up');
+      pass.balances = await balance.checkDue(caughtUpAt);
       return pass;
     },
   };

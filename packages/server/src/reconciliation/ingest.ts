@@ -25,7 +25,8 @@ export const RETURNED_FAILURE_CODE = 'returned';
 
 /**
  * Class id of the two-key advisory lock (`pg_advisory_xact_lock(INGEST_LOCK, 0)`) that serialises ingestion
- * across sources and processes; whoever calls ingestLines takes it first. The sandbox bank uses 4_242_041/42
+ * across sources and processes; whoever calls ingestLines takes it first (the balance check takes it shared, so
+ * no ingestion commits while it reads the ledger). The sandbox bank uses 4_242_041/42
  * and migrate.ts the one-key form, so this cannot collide.
  */
 export const INGEST_LOCK = 4_242_071;
@@ -55,7 +56,8 @@ export interface IngestSummary {
 
 export type IngestResult =
   | { kind: 'ingested'; summary: IngestSummary }
-  | { kind: 'caught_up' }
+  /** Nothing past `cursor`: every line the source shows has been ingested up to that position. */
+  | { kind: 'caught_up'; cursor: string | null }
   /** Another process stored these pages first. */
   | { kind: 'raced' }
   /** The source could not be read (logged); the next cycle tries again. */
@@ -119,7 +121,7 @@ export async function ingestNextPage(deps: IngestDeps): Promise<IngestResult> {
   const cursor = await readCursor(db, source.name);
   const page = await fetchBatch(deps, cursor);
   if (page === null) return { kind: 'unavailable' };
-  if (page.lines.length === 0) return { kind: 'caught_up' };
+  if (page.lines.length === 0) return { kind: 'caught_up', cursor };
   const incoming = page.lines.map(toIncoming);
   const store = (knownNew: boolean) =>
     db.tx(async (q) => {

@@ -81,7 +81,10 @@ describe('statement ingestion', () => {
     expect(await readCursor(testDb.db, 'test-bank')).toBe('4');
     const again = await ingestNextPage({ db: testDb.db, clock, source: src, logger, maxBatchLines: 4 });
     expect(again).toMatchObject({ kind: 'ingested', summary: { lines: 1 } });
-    expect(await ingestNextPage({ db: testDb.db, clock, source: src, logger })).toEqual({ kind: 'caught_up' });
+    expect(await ingestNextPage({ db: testDb.db, clock, source: src, logger })).toEqual({
+      kind: 'caught_up',
+      cursor: '5',
+    });
     expect((await stored()).map((l) => l.bank_line_id)).toEqual(['T1', 'T2', 'T3', 'T4', 'T5']);
     const { rows } = await testDb.db.query<{ raw_hash: string }>(
       "SELECT encode(raw_hash, 'hex') AS raw_hash FROM recon_lines WHERE bank_line_id = 'T1'",
