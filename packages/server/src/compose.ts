@@ -50,8 +50,11 @@ export interface Composed {
   metrics: Metrics;
   /** GET /readyz; stop() turns it to not ready first. */
   readiness: Readiness;
-  /** Background loops (delivery, settlement, reconciliation); started by main, stopped on shutdown. */
-  startWorkers(): void;
+  /**
+   * Background loops (delivery, settlement, reconciliation); started by main, stopped on shutdown. `only`
+   * picks loops by name (default all): a test that runs reconciliation passes itself leaves those out.
+   */
+  startWorkers(only?: (name: string) => boolean): void;
   /** What sandbox first start needs from the domains (funding, rates). */
   seedHooks: SeedHooks;
   stop(): Promise<void>;
@@ -160,9 +163,9 @@ export async function compose(options: {
       fund: (clientId, amountMinor, reference) => payments.fundForSeed(clientId, amountMinor, reference),
       ensureRate: (base) => fx.ensureRate(base),
     },
-    startWorkers() {
+    startWorkers(only = () => true) {
       for (const d of domains) {
-        for (const w of d.workers ?? []) {
+        for (const w of (d.workers ?? []).filter((w) => only(w.name))) {
           loops.push(runWorker(w.name, w.processNext, { idleMs: w.idleMs, signal: abort.signal, logger }));
         }
         d.start?.(abort.signal);

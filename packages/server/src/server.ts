@@ -50,6 +50,8 @@ export async function start(options: {
   clock?: Clock;
   /** Sandbox first start seeding; tests that build their own clients turn it off. Default true. */
   seedDemo?: boolean;
+  /** Which background loops to run, by name. Default all. */
+  workers?: (name: string) => boolean;
 }): Promise<Running> {
   const composed = await compose(options);
   const demo = options.seedDemo === false ? null : await seedSandboxIfEmpty(composed.ctx, composed.seedHooks);
@@ -68,7 +70,7 @@ export async function start(options: {
   const baseUrl = urlOf(composed.publicApp.server.address());
   const adminUrl = urlOf(composed.adminApp.server.address());
   if (demo !== null) await recordDemoAddresses(options.config.dataDir, demo, { baseUrl, adminUrl });
-  composed.startWorkers();
+  composed.startWorkers(options.workers);
   options.logger.info({ baseUrl, adminUrl, env: options.config.env, db: options.db.kind }, 'dispersa started');
   const banner =
     demo === null

@@ -11,8 +11,8 @@ import { ADMIN_TOKEN, startTestServer, type TestServer } from '../support/test-s
 /**
  * The real service (startTestServer) plus a reconciliation domain of the test's own over the same database
  * and clock, so a test can run one deterministic pass (reconcileOnce) after moving a manual clock. The
- * service's own loops get an interval of an hour, so after their first pass at start they sleep and every
- * decision is the test's pass (the loops themselves are tested in workers.test.ts).
+ * service's own reconciliation loops do not run, so every decision is the test's pass (the loops themselves
+ * are tested in workers.test.ts); its other loops (delivery, settlement) do.
  * Operator routes: the service's when it registers them; otherwise a small admin app of the test's own.
  */
 export interface ReconServer {
@@ -35,8 +35,10 @@ export async function startReconServer(options: {
   intervalMs?: number;
 }): Promise<ReconServer> {
   const server = await startTestServer({
+    // The payments domain's follow-up reads this interval too: an hour leaves unknown outcomes to the test's pass.
     env: { ...options.env, DISPERSA_RECONCILE_INTERVAL_MS: '3600000' },
     clock: options.clock,
+    workers: (name) => !name.startsWith('reconciliation.'),
   });
   const { ctx, domains } = server.running;
   const config = { ...ctx.config, reconcileIntervalMs: options.intervalMs ?? 100 };

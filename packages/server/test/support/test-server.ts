@@ -50,6 +50,8 @@ export async function startTestServer(
     dataDir?: string;
     /** Default: silent (or TEST_LOG_LEVEL). */
     logger?: Logger;
+    /** Which of the service's background loops run, by name. Default all. */
+    workers?: (name: string) => boolean;
   } = {},
 ): Promise<TestServer> {
   const testDb = options.testDb ?? (await createTestDb());
@@ -69,6 +71,7 @@ export async function startTestServer(
     logger,
     clock: options.clock,
     seedDemo: options.seedDemo ?? false,
+    workers: options.workers,
   });
 
   async function admin(method: string, target: string, body?: unknown): Promise<Answer> {
