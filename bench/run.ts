@@ -3,7 +3,7 @@ import { mkdir, writeFile } from 'node:fs/promises';
 import os from 'node:os';
 import { fileURLToPath } from 'node:url';
 import pg from 'pg';
-import { benchFloor } from '../packages/server/bench/floor.ts';
+import { benchFloor, bracketFloor } from '../packages/server/bench/floor.ts';
 import type { Scenario } from '../packages/server/bench/load-job.ts';
 import { type Backend, type BackendResult, benchPayments } from '../packages/server/bench/payments-bench.ts';
 import { formatTable } from '../packages/server/bench/report.ts';
@@ -25,6 +25,7 @@ import { formatTable } from '../packages/server/bench/report.ts';
  *   BENCH_SERVER_ENV    extra DISPERSA_* settings of the server, e.g. "DISPERSA_PAYMENT_LANES=1,DISPERSA_PAYMENT_MAX_BATCH=64"
  *   BENCH_WEBHOOK       0: skip the webhook delivery bench (packages/server/bench/webhook-delivery.ts)
  *   BENCH_RECONCILIATION  0: skip the reconciliation bench (packages/server/bench/reconciliation.ts)
+ *   BENCH_FLOOR_AFTER   0: measure the floor before the service's runs only, not also after them
  *   BENCH_OUT           results file (default bench/bench-results.json)
  */
 
@@ -106,16 +107,10 @@ async function main(): Promise<void> {
   log(`machine: ${machine.cpus} × ${machine.cpuModel}, ${machine.memoryMb} MB, node ${machine.node}`);
   log(`load: ${connections} connections, ${seconds} s per scenario, ${clients} clients, autocannon in its own process`);
 
-  // The floor first, in this same run: every figure below is quoted as a ratio to it.
-  const floor = await benchFloor({
-    scenarios,
-    connections,
-    seconds,
-    pool,
-    signThreads,
-    presignSeconds,
-    log,
-  });
+  // The floor first and again after the service's runs, in this same run: every figure is quoted as a ratio to
+  // the mean of the two (floor.ts, bracketFloor).
+  const measureFloor = () => benchFloor({ scenarios, connections, seconds, pool, signThreads, presignSeconds, log });
+  const floorBefore = await measureFloor();
   const results: BackendResult[] = [];
   const skipped: string[] = [];
   for (const backend of backends) {
@@ -142,6 +137,9 @@ async function main(): Promise<void> {
       }),
     );
   }
+
+  const floor =
+    process.env['BENCH_FLOOR_AFTER'] === '0' ? floorBefore : bracketFloor(floorBefore, await measureFloor());
 
   log('');
   log(formatTable(results, floor));

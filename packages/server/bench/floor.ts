@@ -23,6 +23,40 @@ export interface FloorResult {
   p99: number;
   /** CPU the floor server used per request, ms. */
   cpuMsPerRequest: number | null;
+  /** req/s of each measurement this figure combines, in the order taken. */
+  measured: number[];
+}
+
+const mean = (xs: readonly number[]): number => xs.reduce((a, b) => a + b, 0) / xs.length;
+
+/**
+ * The floor measured before and after the service's runs, as one figure per scenario: the mean of the two, each
+ * kept in `measured`. On the 2-core machine the GET floor moved by a third from one run to the next while the
+ * service's figures moved less (docs/performance.md), so one reading of the floor taken minutes before the
+ * service's could decide a verdict by itself; the service's runs bracketed by two, and the spread printed beside
+ * the ratio, say how far the ratio can be trusted.
+ */
+export function bracketFloor(before: readonly FloorResult[], after: readonly FloorResult[]): FloorResult[] {
+  return before.map((b) => {
+    const a = after.find((x) => x.scenario === b.scenario);
+    if (a === undefined) return b;
+    const cpu =
+      b.cpuMsPerRequest === null || a.cpuMsPerRequest === null ? null : mean([b.cpuMsPerRequest, a.cpuMsPerRequest]);
+    return {
+      scenario: b.scenario,
+      rps: Math.round(mean([b.rps, a.rps])),
+      p50: Math.round(mean([b.p50, a.p50])),
+      p99: Math.round(mean([b.p99, a.p99])),
+      cpuMsPerRequest: cpu === null ? null : Math.round(cpu * 1000) / 1000,
+      measured: [...b.measured, ...a.measured],
+    };
+  });
+}
+
+/** How far the measurements of a floor figure lie apart, as a share of their mean (0 for one measurement). */
+export function floorSpread(f: FloorResult): number {
+  if (f.measured.length < 2) return 0;
+  return (Math.max(...f.measured) - Math.min(...f.measured)) / mean(f.measured);
 }
 
 export async function benchFloor(o: {
@@ -92,6 +126,7 @@ export async function benchFloor(o: {
         p50: result.latencyMs.p50,
         p99: result.latencyMs.p99,
         cpuMsPerRequest,
+        measured: [result.rps],
       });
       o.log(`[floor] ${scenario}: ${result.rps} req/s, p50 ${result.latencyMs.p50} ms, p99 ${result.latencyMs.p99} ms`);
     }

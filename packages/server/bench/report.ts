@@ -1,4 +1,4 @@
-import type { FloorResult } from './floor.ts';
+import { type FloorResult, floorSpread } from './floor.ts';
 import type { BackendResult } from './payments-bench.ts';
 
 /** The bench's console table: one row per back-end and scenario. */
@@ -76,6 +76,12 @@ export function formatTable(results: readonly BackendResult[], floor: readonly F
   const line = (row: string[]) => row.map((cell, c) => (c < 2 ? cell.padEnd(widths[c]!) : cell.padStart(widths[c]!)));
   const out = rows.map((row) => line(row).join('  '));
   out.splice(1, 0, widths.map((w) => '-'.repeat(w)).join('  '));
+  for (const f of floor.filter((x) => x.measured.length > 1)) {
+    out.push(
+      `floor ${SCENARIO_LABEL[f.scenario]}: the mean of ${f.measured.join(' (before the service) and ')} (after) req/s, ` +
+        `${(100 * floorSpread(f)).toFixed(1)} % apart: a ratio above is as uncertain as that`,
+    );
+  }
   return `${out.join('\n')}\n`;
 }
 
