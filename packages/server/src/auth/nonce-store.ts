@@ -5,7 +5,7 @@ import { createBatcher, resultsAt } from '../shared/batcher.ts';
 /**
  * The per-key anti-replay mark (spec, Nonce). The mark row is the hottest row in the system: one UPDATE per
  * request on it gets no group commit. So requests are coalesced: every consume() waiting while a flush is in
- * flight joins the next batch, and one statement (consume_nonces, migrations 0001 and 0021) applies the batch in
+ * flight joins the next batch, and one statement (consume_nonces, migrations 0001, 0021 and 0032) applies the batch in
  * order and commits once. Each caller is answered only after the flush that covers it has committed, so the mark
  * is durable before the response goes out. Row locks inside the function keep it correct across processes.
  */
