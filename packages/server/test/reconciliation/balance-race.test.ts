@@ -1,12 +1,10 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createMetrics } from '../../src/metrics/metrics.ts';
 import type { StatementSource } from '../../src/rails/rail.ts';
 import { DEFAULT_VES_OPENING_MINOR } from '../../src/rails/sandbox/bank.ts';
-import { createReconciliationDomain } from '../../src/reconciliation/domain.ts';
 import { ingestNextPage } from '../../src/reconciliation/ingest.ts';
 import { ManualClock } from '../../src/shared/clock.ts';
 import type { TestClient } from '../support/test-server.ts';
-import { ledgerProblems, type ReconServer, startReconServer } from './support.ts';
+import { ledgerProblems, type ReconServer, reconciliationOver, startReconServer } from './support.ts';
 
 /**
  * The balance check against a statement that another process ingests while it runs: the bank's balance is
@@ -33,25 +31,23 @@ afterAll(async () => {
   await r.stop();
 });
 
-/** A second node's reconciliation whose bank balance read runs `meanwhile` once, just after it returns. */
+/** A second node's reconciliation whose bank balance read of VES runs `meanwhile` once, just after it returns. */
 function nodeWithRace(meanwhile: () => Promise<void>) {
-  const { ctx, domains } = r.server.running;
-  const real = domains.payments.rails.statements;
+  const real = r.server.running.domains.payments.rails.statements;
   let pending: (() => Promise<void>) | null = meanwhile;
   const statements: StatementSource = {
-    name: real.name,
-    fetchSince: (cursor) => real.fetchSince(cursor),
+    ...real,
     async balance(currency) {
       const minor = await real.balance(currency);
-      const hook = pending;
-      pending = null;
-      if (hook !== null && currency === 'VES') await hook();
+      const hook = currency === 'VES' ? pending : null;
+      if (hook !== null) {
+        pending = null;
+        await hook();
+      }
       return minor;
     },
   };
-  const config = { ...ctx.config, reconcileIntervalMs: 100 };
-  const metrics = createMetrics({ processMetrics: false });
-  return createReconciliationDomain({ ...ctx, config, metrics }, { rails: { ...domains.payments.rails, statements } });
+  return reconciliationOver(r.server, { statements });
 }
 
 async function vesRow() {

@@ -3,6 +3,7 @@ import type { Db } from '../../src/db/db.ts';
 import { createAdminApp } from '../../src/http/admin-app.ts';
 import { ledgerViolations } from '../../src/ledger/invariants.ts';
 import { createMetrics } from '../../src/metrics/metrics.ts';
+import type { StatementSource } from '../../src/rails/rail.ts';
 import { createReconciliationDomain, type ReconciliationDomain } from '../../src/reconciliation/domain.ts';
 import type { Clock } from '../../src/shared/clock.ts';
 import type { Answer } from '../support/signed-client.ts';
@@ -28,6 +29,22 @@ export interface ReconServer {
 
 const EXCEPTIONS_ROUTE = { method: 'GET' as const, url: '/admin/v1/reconciliation/exceptions' };
 
+/**
+ * A reconciliation domain of the test's own over the service's database, clock and rails, as another process's
+ * would be; `statements` stands in for the rail's statement source.
+ */
+export function reconciliationOver(
+  server: TestServer,
+  options: { intervalMs?: number; statements?: StatementSource } = {},
+): ReconciliationDomain {
+  const { ctx, domains } = server.running;
+  const config = { ...ctx.config, reconcileIntervalMs: options.intervalMs ?? 100 };
+  // Its counters in a registry of its own: the service's already holds the service's reconciliation counters.
+  const metrics = createMetrics({ processMetrics: false });
+  const rails = { ...domains.payments.rails, ...(options.statements && { statements: options.statements }) };
+  return createReconciliationDomain({ ...ctx, config, metrics }, { rails });
+}
+
 export async function startReconServer(options: {
   env?: Record<string, string>;
   clock?: Clock;
@@ -40,16 +57,12 @@ export async function startReconServer(options: {
     clock: options.clock,
     workers: (name) => !name.startsWith('reconciliation.'),
   });
-  const { ctx, domains } = server.running;
-  const config = { ...ctx.config, reconcileIntervalMs: options.intervalMs ?? 100 };
-  // Its counters in a registry of its own: the service's already holds the service's reconciliation counters.
-  const metrics = createMetrics({ processMetrics: false });
-  const recon = createReconciliationDomain({ ...ctx, config, metrics }, { rails: domains.payments.rails });
+  const recon = reconciliationOver(server, { intervalMs: options.intervalMs });
   let extra: FastifyInstance | null = null;
   let extraUrl = '';
   if (!server.running.adminApp.hasRoute(EXCEPTIONS_ROUTE)) {
     extra = await createAdminApp({
-      logger: ctx.logger,
+      logger: server.running.ctx.logger,
       token: ADMIN_TOKEN,
       routes: (app) => recon.registerAdminRoutes?.(app),
     });
