@@ -37,6 +37,29 @@ describe('runWorker', () => {
     expect(calls[7]! - calls[6]!).toBeGreaterThanOrEqual(90);
   });
 
+  it('lets the event loop turn between steps that found work, even when each step settles without I/O', async () => {
+    // Steps that resolve at once, as the embedded database's statements do: without a turn of the event loop
+    // between them, the callback below (a stand-in for a socket read) would wait for the last of the 200.
+    const controller = new AbortController();
+    let steps = 0;
+    let stepsBeforeTurn: number | undefined;
+    setImmediate(() => {
+      stepsBeforeTurn = steps;
+    });
+    await runWorker(
+      'busy',
+      () => {
+        steps++;
+        if (steps === 200) controller.abort();
+        return Promise.resolve(`job-${steps}`);
+      },
+      { idleMs: 60_000, signal: controller.signal, logger: memoryLogger() },
+    );
+    expect(steps).toBe(200);
+    expect(stepsBeforeTurn).toBeDefined();
+    expect(stepsBeforeTurn!).toBeLessThanOrEqual(1);
+  });
+
   it('stops promptly on abort even in the middle of a long idle sleep, after the step in flight', async () => {
     const controller = new AbortController();
     let inFlight = false;
