@@ -11,7 +11,7 @@ import { createPostgresDb } from '../src/db/postgres.ts';
 import { ledgerViolations } from '../src/ledger/invariants.ts';
 import { bookFunding } from '../src/ledger/ledger.ts';
 import type { BankStatementLine, StatementPage, StatementSource } from '../src/rails/rail.ts';
-import { ingestNextPage } from '../src/reconciliation/ingest.ts';
+import { batchLinesFor, ingestNextPage } from '../src/reconciliation/ingest.ts';
 import { ManualClock } from '../src/shared/clock.ts';
 
 /**
@@ -64,7 +64,8 @@ export interface ReconciliationBenchResult {
 }
 
 const TARGET = 50_000;
-const PAGE = 1000;
+// Lines per page of the statement, as the sandbox bank hands them out (rails/sandbox/bank.ts).
+const PAGE = 500;
 
 /** The statement's composition, in lines (sums to `lines`). */
 function mixFor(lines: number) {
@@ -306,7 +307,8 @@ export async function benchReconciliation(options: { lines?: number } = {}): Pro
     const started = process.hrtime.bigint();
     const deadline = Date.now() + timeoutMs;
     for (;;) {
-      const r = await ingestNextPage({ db: timed, clock, source, logger });
+      // The batch the service uses on this database (reconciliation/domain.ts).
+      const r = await ingestNextPage({ db: timed, clock, source, logger, maxBatchLines: batchLinesFor(db.kind) });
       if (r.kind === 'caught_up') break;
       if (r.kind !== 'ingested') throw new Error(`unexpected ingestion result ${r.kind}`);
       batches++;

@@ -3,7 +3,7 @@ import type { Domain } from '../domain.ts';
 import type { RailSetup } from '../rails/registry.ts';
 import { registerReconciliationAdminRoutes } from './admin-routes.ts';
 import { type BalanceCheckResult, createBalanceCheck, type StatementPosition } from './balance.ts';
-import { type IngestResult, type IngestSummary, ingestNextPage } from './ingest.ts';
+import { batchLinesFor, type IngestResult, type IngestSummary, ingestNextPage } from './ingest.ts';
 import { createReconciliationMetrics, type ReconciliationMetrics } from './metrics.ts';
 import { createRequery } from './requery.ts';
 import { createWatch } from './watch.ts';
@@ -63,7 +63,9 @@ export function createReconciliationDomain(
     for (const a of s.actions) metrics.paymentsDecided.inc({ outcome: a.kind });
     for (const p of s.moved) ctx.metrics.paymentTransition(p);
   };
-  const ingest = (): Promise<IngestResult> => ingestNextPage({ db, clock, source, logger: quietLogger, onIngested });
+  const maxBatchLines = batchLinesFor(db.kind);
+  const ingest = (): Promise<IngestResult> =>
+    ingestNextPage({ db, clock, source, logger: quietLogger, onIngested, maxBatchLines });
   const balance = createBalanceCheck({
     db,
     clock,

@@ -92,6 +92,31 @@ describe('statement ingestion', () => {
     expect(rows[0]!.raw_hash).toBe(rawHashOf('line 1'));
   });
 
+  it('lets the event loop turn between reading a batch and storing it', async () => {
+    // A source that answers without I/O, as the sandbox bank does on the embedded database: the callback below
+    // stands for a request's socket read, which must not wait for the storing transaction as well.
+    const inner = source([line(1), line(2)]);
+    const events: string[] = [];
+    const src = {
+      ...inner,
+      async fetchSince(cursor: string | null) {
+        const page = await inner.fetchSince(cursor);
+        if (page.lines.length > 0) setImmediate(() => events.push('turn'));
+        return page;
+      },
+    };
+    const db = {
+      ...testDb.db,
+      tx: ((fn, options) => {
+        events.push('store');
+        return testDb.db.tx(fn, options);
+      }) as typeof testDb.db.tx,
+    };
+    const r = await ingestNextPage({ db, clock, source: src, logger });
+    expect(r).toMatchObject({ kind: 'ingested', summary: { lines: 2 } });
+    expect(events).toEqual(['turn', 'store']);
+  });
+
   it('is idempotent: a line delivered again (same bank id) is stored once and decided once', async () => {
     const lines = [line(1), line(2)];
     await ingestNextPage({ db: testDb.db, clock, source: source(lines), logger });
