@@ -92,7 +92,10 @@ export function createSandboxBank(deps: SandboxBankDeps): SandboxBank {
     db,
     clock,
     openingBalance,
-    pageSize: deps.statementPageSize ?? 1000,
+    // Reconciliation stores what it reads in one transaction, a page at least: on the embedded database that
+    // transaction holds every request (reconciliation/ingest.ts, EMBEDDED_BATCH_LINES), so a page stays short,
+    // the size the bank gateway asks for by default.
+    pageSize: deps.statementPageSize ?? 500,
   });
 
   async function findLine(q: Queryable, bankLineId: string): Promise<LineRow | undefined> {

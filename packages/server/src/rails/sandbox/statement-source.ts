@@ -40,14 +40,11 @@ export function createSandboxStatementSource(deps: SandboxStatementDeps): Statem
       const now = clock.now();
       return db.tx(async (q) => {
         await lockStatement(q);
-        await q.query(
-          `WITH top AS (SELECT coalesce(max(release_seq), 0) AS m FROM sandbox_bank_lines),
-                due AS (SELECT seq, row_number() OVER (ORDER BY visible_at, seq) AS n
-                          FROM sandbox_bank_lines WHERE release_seq IS NULL AND visible_at <= $1)
-           UPDATE sandbox_bank_lines l SET release_seq = top.m + due.n
-             FROM due, top WHERE l.seq = due.seq`,
-          [now],
-        );
+        // At most a page of lines is given positions per fetch, the first in (visible_at, seq) order (migration
+        // 0033): the rest get the next positions at the next fetch, so the order and the exactly-once reading above
+        // hold, and the fetch after a backlog (an interval of payments under load) costs a page's work instead of
+        // the whole backlog's in one statement.
+        await q.query('SELECT sandbox_release_due($1, $2)', [now, deps.pageSize]);
         const { rows } = await q.query<LineRow & { release_seq: string }>(
           // Through the position's index whatever the statistics say (migration 0031).
           `SELECT ${LINE_COLUMNS}, release_seq FROM sandbox_statement_page($1::bigint, $2::int)`,

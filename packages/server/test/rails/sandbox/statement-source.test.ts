@@ -148,6 +148,27 @@ describe('sandbox statement source', () => {
     expect(pages).toEqual([['L0', 'L1'], ['L2', 'L3'], ['L4'], []]);
   });
 
+  it('gives statement positions to at most a page of lines per fetch, the first in visibility order', async () => {
+    await t.resetBank();
+    setUp(2);
+    const settling = transfer('CCE', 150000n);
+    await rail.submit(settling);
+    for (let i = 0; i < 4; i++) ok(await bank.addLine({ direction: 'credit', amountMinor: 1n, reference: `C${i}` }));
+    clock.advance(SETTLE_MS);
+    const positioned = async () =>
+      Number(
+        (await t.db.query<{ n: string }>('SELECT count(release_seq)::text AS n FROM sandbox_bank_lines')).rows[0]!.n,
+      );
+    const r = reader(bank.statementSource());
+    expect(refs(await r.next())).toEqual(['C0', 'C1']);
+    // The backlog of five waits for the fetches that read it, instead of all being positioned by the first.
+    expect(await positioned()).toBe(2);
+    expect(refs(await r.next())).toEqual(['C2', 'C3']);
+    expect(refs(await r.next())).toEqual([settling.railReference]);
+    expect(await r.next()).toEqual([]);
+    expect(await positioned()).toBe(5);
+  });
+
   it('reads only the lines of the page, however long the statement', async () => {
     const watched = withPageReads(t.db);
     const watchedBank = createSandboxBank({ db: watched, clock, settleMs: SETTLE_MS, ownBankCode: OWN_BANK });
