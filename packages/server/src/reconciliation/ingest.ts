@@ -136,9 +136,9 @@ export async function ingestNextPage(deps: IngestDeps): Promise<IngestResult> {
   const cursor = await readCursor(db, source.name);
   const page = await fetchBatch(deps, cursor);
   if (page === null) return { kind: 'unavailable' };
+  if (page.lines.length === 0) return { kind: 'caught_up', cursor };
   // Reading the page and storing it are two transactions; on the embedded database nothing else could run between.
   await yieldToEventLoop();
-  if (page.lines.length === 0) return { kind: 'caught_up', cursor };
   const incoming = page.lines.map(toIncoming);
   const store = (knownNew: boolean) =>
     db.tx(async (q) => {
