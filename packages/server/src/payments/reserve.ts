@@ -1,6 +1,5 @@
 import type { RailCode } from '../config.ts';
-import { type Db, statementRetrying } from '../db/db.ts';
-import { prepared } from '../db/prepared.ts';
+import type { Queryable } from '../db/db.ts';
 import type { DocType } from '../rails/rail.ts';
 import { type BatchResult, resultsAt } from '../shared/batcher.ts';
 import type { Clock } from '../shared/clock.ts';
@@ -12,10 +11,10 @@ import { findPaymentsByIds, type Payment } from './repository.ts';
 import type { RuleViolation } from './rules.ts';
 
 /**
- * The reserve phase of a batch: one call of reserve_payments (migrations 0013, 0025) consumes the nonces, decides
- * every item in arrival order under locks taken in one fixed order, creates the payments with their holds,
- * allowance and quote use, and writes the event of each payment that failed at once: one statement, so one round
- * trip and one commit for the batch.
+ * The reserve phase of a batch: reserve_payments (migrations 0013, 0025) consumes the nonces, decides every item in
+ * arrival order under locks taken in one fixed order, creates the payments with their holds, allowance and quote
+ * use, and writes the event of each payment that failed at once. It runs inside advance_payments (advance.ts), one
+ * statement and one commit with the booking of an earlier batch.
  *
  * The event of a payment that fails at once is rendered here before the call, from the request, with a
  * placeholder for each value only the function decides (FAILED_EVENT_SLOTS); the function fills them in.
@@ -27,12 +26,6 @@ import type { RuleViolation } from './rules.ts';
  * can never be met inside a value of the request. reserve_payments (migration 0025) replaces each with the JSON
  * of its value.
  */
-const RESERVE_SQL = prepared(
-  `SELECT idx, verdict, payment_id, detail, out_seq::text, out_rail_reference, out_state, out_sub_status,
-     out_source_amount_minor::text, out_rate_id
-   FROM reserve_payments($1::jsonb, $2::timestamptz)`,
-);
-
 const SLOT = {
   id: '\u0001id',
   subStatus: '\u0001subStatus',
@@ -40,7 +33,8 @@ const SLOT = {
   sourceAmountMinor: '\u0001sourceAmountMinor',
 } as const;
 
-interface VerdictRow {
+/** A row of reserve_payments (migration 0025), as advance_payments (0034) passes it on. */
+export interface VerdictRow {
   idx: number;
   verdict:
     | 'replay'
@@ -62,22 +56,35 @@ interface VerdictRow {
   out_rate_id: string | null;
 }
 
-export async function reserveBatch(
-  db: Db,
-  clock: Clock,
-  items: readonly ReserveItem[],
-): Promise<BatchResult<CreateResult>[]> {
+/** What the database call of a reserve batch takes: the items as JSON, with their failed events, and the time. */
+export interface ReserveCall {
+  json: string;
+  at: Date;
+}
+
+export function reserveCall(clock: Clock, items: readonly ReserveItem[]): ReserveCall {
   const at = clock.now();
-  const json = JSON.stringify(items.map((item, i) => ({ i, ...item, failedEvent: failedEventTemplate(item, at) })));
-  const { rows } = await statementRetrying<VerdictRow>(db, RESERVE_SQL, [json, at]);
+  return {
+    json: JSON.stringify(items.map((item, i) => ({ i, ...item, failedEvent: failedEventTemplate(item, at) }))),
+    at,
+  };
+}
+
+/** Each item's result from the rows reserve_payments answered for the call (advance.ts makes the call). */
+export async function reserveAnswers(
+  q: Queryable,
+  items: readonly ReserveItem[],
+  call: ReserveCall,
+  rows: readonly VerdictRow[],
+): Promise<BatchResult<CreateResult>[]> {
   // New payments are known from the request and what the function decided; only replays are read (committed
   // before this batch: their keys were taken).
   const payments = await findPaymentsByIds(
-    db,
+    q,
     rows.flatMap((r) => (r.verdict === 'replay' && r.payment_id !== null ? [r.payment_id] : [])),
   );
   for (const r of rows) {
-    if (r.verdict === 'created') payments.set(r.payment_id!, createdPayment(r, items[r.idx]!, at));
+    if (r.verdict === 'created') payments.set(r.payment_id!, createdPayment(r, items[r.idx]!, call.at));
   }
   return resultsAt(
     items.length,

@@ -33,15 +33,18 @@ export interface Batcher<I, O> {
   drained(): Promise<void>;
 }
 
+/** The lane of a key: the same key always the same lane. */
+export function laneIndex(key: string, lanes: number): number {
+  let h = 0;
+  for (let i = 0; i < key.length; i++) h = (h * 31 + key.charCodeAt(i)) | 0;
+  return Math.abs(h) % lanes;
+}
+
 export function createBatcher<I, O>(options: BatcherOptions<I, O>): Batcher<I, O> {
   const lanes: Lane<I, O>[] = Array.from({ length: Math.max(1, options.lanes) }, () => ({ queue: [], running: false }));
   const idleWaiters: (() => void)[] = [];
 
-  function laneOf(key: string): Lane<I, O> {
-    let h = 0;
-    for (let i = 0; i < key.length; i++) h = (h * 31 + key.charCodeAt(i)) | 0;
-    return lanes[Math.abs(h) % lanes.length]!;
-  }
+  const laneOf = (key: string): Lane<I, O> => lanes[laneIndex(key, lanes.length)]!;
 
   /** Runs a lane's batches until its queue is empty; add() marked it running when it scheduled this. */
   async function drive(lane: Lane<I, O>): Promise<void> {

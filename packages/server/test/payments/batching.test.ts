@@ -14,7 +14,7 @@ import { startWrappedServer } from '../support/wrapped-server.ts';
  */
 
 /**
- * A Db that can hold the next reserve statement's lane for a while after it committed (so the requests behind it
+ * A Db that can hold the next reserving step's lane for a while after it committed (so the requests behind it
  * queue into one batch, as under load) and make a later one fail: it runs in a transaction that is rolled back, as
  * a statement whose commit failed leaves nothing behind.
  */
@@ -26,10 +26,13 @@ function withCommitFault(
   let failIn = 0;
   let failed = 0;
   const query: Db['query'] = async (sql, params) => {
-    if (!sql.includes('reserve_payments(')) return inner.query(sql, params);
+    // A step that reserves (payments/advance.ts: alone, or with bookings on PostgreSQL).
+    const joint = sql.includes('advance_payments(');
+    if (!joint && !sql.includes('reserve_payments(')) return inner.query(sql, params);
     const items = (JSON.parse(String(params![0])) as unknown[]).length;
     if (failIn > 0 && --failIn === 0) {
-      failed = items;
+      // Bookings that shared the step fail with it.
+      failed = items + (joint ? (JSON.parse(String(params![2])) as unknown[]).length : 0);
       return inner.tx(async (q) => {
         await q.query(sql, params);
         throw new Error('injected: the commit of this batch failed');
@@ -47,7 +50,7 @@ function withCommitFault(
   };
   return {
     ...withQuery(inner, query),
-    /** Resolves once the next reserve statement has committed and its hold begins. */
+    /** Resolves once the next reserving step has committed and its hold begins. */
     holdNext(ms) {
       holdMs = ms;
       return new Promise<void>((resolve) => {
