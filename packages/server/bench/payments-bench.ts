@@ -7,7 +7,7 @@ import { createBenchDatabase } from './database.ts';
 import { runLoad } from './load.ts';
 import type { Lane, LoadResult, Scenario } from './load-job.ts';
 import { type BenchKey, completedPaymentBody, seedClients } from './seed.ts';
-import { cpuSecondsOfAll, type ServerProcess, startServerProcess } from './server-process.ts';
+import { cpuSecondsByPid, cpuSecondsSpent, type ServerProcess, startServerProcess } from './server-process.ts';
 import { createAdminCaller, createSignedCaller, payloadOf } from './signing.ts';
 
 /**
@@ -304,10 +304,10 @@ export async function benchPayments(o: PaymentsBenchOptions): Promise<BackendRes
       const before = stats !== null && dbName !== null ? await dbActivity(stats, dbName) : null;
       const rssBeforeKb = server.rssKb();
       const loadAverageBefore = Math.round(os.loadavg()[0]! * 100) / 100;
-      let cpuMark: { server: number | null; postgres: number; at: number } | null = null;
+      let cpuMark: { server: number | null; postgres: Map<number, number>; at: number } | null = null;
       const markCpu = () => ({
         server: server!.cpuSeconds(),
-        postgres: database === null ? 0 : cpuSecondsOfAll('postgres'),
+        postgres: database === null ? new Map<number, number>() : cpuSecondsByPid('postgres'),
         at: performance.now(),
       });
       let sampler: { stop(): Promise<WaitSample[]> } | null = null;
@@ -341,7 +341,8 @@ export async function benchPayments(o: PaymentsBenchOptions): Promise<BackendRes
       const percent = (a: number | null, b: number | null) =>
         a === null || b === null || seconds <= 0 ? null : Math.round(((b - a) / seconds) * 100);
       const serverCpuPercent = start === null ? null : percent(start.server, end.server);
-      const postgresCpuPercent = start === null || database === null ? null : percent(start.postgres, end.postgres);
+      const postgresCpuPercent =
+        start === null || database === null ? null : percent(0, cpuSecondsSpent(start.postgres, end.postgres));
       let db: DbActivity | null = null;
       if (stats !== null && dbName !== null && before !== null) {
         // The statistics collector reports with a delay of up to a second.

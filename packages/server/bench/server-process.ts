@@ -73,14 +73,14 @@ export function cpuSecondsOf(pid: number): number | null {
   }
 }
 
-/** CPU seconds of every process named `name` (e.g. the local PostgreSQL's backends); 0 where /proc is absent. */
-export function cpuSecondsOfAll(name: string): number {
-  let total = 0;
+/** CPU seconds of each process named `name` (e.g. the local PostgreSQL's backends), by pid; empty without /proc. */
+export function cpuSecondsByPid(name: string): Map<number, number> {
+  const out = new Map<number, number>();
   let entries: string[] = [];
   try {
     entries = readdirSync('/proc');
   } catch {
-    return 0;
+    return out;
   }
   for (const entry of entries) {
     if (!/^\d+$/.test(entry)) continue;
@@ -89,8 +89,20 @@ export function cpuSecondsOfAll(name: string): number {
     } catch {
       continue;
     }
-    total += cpuSecondsOf(Number(entry)) ?? 0;
+    const seconds = cpuSecondsOf(Number(entry));
+    if (seconds !== null) out.set(Number(entry), seconds);
   }
+  return out;
+}
+
+/**
+ * CPU seconds the processes spent between two readings: each one's growth, a new one's whole use. A process gone
+ * by the second reading (a pooled connection closed when idle) counts nothing: summed, its vanished total would
+ * make the spend negative.
+ */
+export function cpuSecondsSpent(before: ReadonlyMap<number, number>, after: ReadonlyMap<number, number>): number {
+  let total = 0;
+  for (const [pid, seconds] of after) total += seconds - (before.get(pid) ?? 0);
   return total;
 }
 
