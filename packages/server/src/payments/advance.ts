@@ -9,9 +9,10 @@ import { type ReserveCall, reserveAnswers, reserveCall, type VerdictRow } from '
 /**
  * The payment path's database step: the booking of the rail's answers for one batch and the reserve of the next
  * batch's payments in one call of advance_payments (migration 0034), so one round trip and one commit where each
- * phase had its own. Either side may be empty; a step of one side calls that side's function alone. An answer that fails its payment is never booked here (the
- * function refuses it: giving the hold back would lock a balance out of order); the pipeline books those alone.
- * A step that fails (its transaction rolled back) fails every request of both sides.
+ * phase had its own. Either side may be empty; a step of one side calls that side's function alone. An answer that
+ * fails its payment is never booked here (the function refuses it: giving the hold back would lock a balance out of
+ * order); the pipeline books those alone. A step that fails (its transaction rolled back) fails every request of
+ * both sides.
  */
 
 const ADVANCE_SQL = prepared(

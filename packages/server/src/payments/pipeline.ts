@@ -24,11 +24,11 @@ import type { Payment } from './repository.ts';
  * On PostgreSQL reserve and book share one statement and one commit (advance.ts): each step books what the rail
  * answered since the last step and reserves what arrived since, while the rail has the batch in between; on the
  * embedded database each phase has batches of its own. Dispatch is a batcher of its own, so the rail's round trip
- * overlaps the database's work instead of adding to it. An answer that fails its payment
- * gives its hold back, which locks the balance: it is booked by a batcher of its own, outside the step (lock order,
- * migration 0034). A batch that fails answers every request in it with the error (a 5xx): its transaction rolled
- * back, so a retry with the same idempotency key starts afresh; a booking that fails leaves the payments
- * processing, and the follow-up worker finishes them (follow-up.ts).
+ * overlaps the database's work instead of adding to it. An answer that fails its payment gives its hold back, which
+ * locks the balance: it is booked by a batcher of its own, outside the step (lock order, migration 0034). A batch
+ * that fails answers every request in it with the error (a 5xx): its transaction rolled back, so a retry with the
+ * same idempotency key starts afresh; a booking that fails leaves the payments processing, and the follow-up worker
+ * finishes them (follow-up.ts).
  */
 
 /** A payment the rail has answered, waiting for its booking. */
@@ -60,8 +60,8 @@ export function createPaymentPipeline(deps: PipelineDeps): PaymentPipeline {
     lanes: deps.lanes,
     maxBatch: deps.maxBatch,
     // On PostgreSQL a step's call and commit cost as much as its payments, and the server, the backends and the
-    // load share the cores: one call for both phases made 8-12 % more payments a second (docs/performance.md). The
-    // embedded database runs every statement on the service's one thread, where a longer step only keeps HTTP
+    // load share the cores: one call for both phases made about 8 % more payments a second (docs/performance.md).
+    // The embedded database runs every statement on the service's one thread, where a longer step only keeps HTTP
     // waiting: there the phases stay batches of their own (9 % fewer payments a second joined).
     joint: db.kind === 'postgres',
     async run(reserve, book) {
