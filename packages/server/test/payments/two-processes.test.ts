@@ -50,6 +50,24 @@ describe.skipIf(skip)('two server processes paying from one client', () => {
     await rm(dataDir, { recursive: true, force: true });
   });
 
+  /** The client's available balance is exactly what is left, and the ledger holds every invariant. */
+  async function expectAvailableAndLedgerExact(
+    admin: ReturnType<typeof createAdminCaller>,
+    clientId: string,
+    available: bigint,
+  ): Promise<void> {
+    const balance = await admin('GET', `/admin/v1/clients/${clientId}`);
+    expect(
+      BigInt((balance.body as { payload: { balance: { availableMinor: string } } }).payload.balance.availableMinor),
+    ).toBe(available);
+    const db = createPostgresDb(database.url, { max: 1 });
+    try {
+      expect(await ledgerViolations(db)).toEqual([]);
+    } finally {
+      await db.close();
+    }
+  }
+
   it('never overdraws it, never deadlocks, and completes exactly what the balance allows', async () => {
     const admin = createAdminCaller(servers[0]!.adminUrl, ADMIN_TOKEN);
     const keys = await seedClients(admin, { clients: 1, keysPerClient: KEYS, fundMinor: FUNDED, label: 'two-procs' });
@@ -76,16 +94,7 @@ describe.skipIf(skip)('two server processes paying from one client', () => {
     for (const a of answers) {
       if (a.status === 422) expect(a.body).toEqual({ error: 'insufficient balance' });
     }
-    const balance = await admin('GET', `/admin/v1/clients/${clientId}`);
-    expect(
-      BigInt((balance.body as { payload: { balance: { availableMinor: string } } }).payload.balance.availableMinor),
-    ).toBe(FUNDED - allowed * AMOUNT);
-    const db = createPostgresDb(database.url, { max: 1 });
-    try {
-      expect(await ledgerViolations(db)).toEqual([]);
-    } finally {
-      await db.close();
-    }
+    await expectAvailableAndLedgerExact(admin, clientId, FUNDED - allowed * AMOUNT);
   }, 120_000);
 
   it('with payments the bank declines mixed in (their holds given back outside the joint step), never deadlocks', async () => {
@@ -122,15 +131,6 @@ describe.skipIf(skip)('two server processes paying from one client', () => {
       if (state === 'completed') completed++;
     }
     expect(completed).toBeGreaterThan(0n);
-    const balance = await admin('GET', `/admin/v1/clients/${clientId}`);
-    expect(
-      BigInt((balance.body as { payload: { balance: { availableMinor: string } } }).payload.balance.availableMinor),
-    ).toBe(FUNDED - completed * AMOUNT);
-    const db = createPostgresDb(database.url, { max: 1 });
-    try {
-      expect(await ledgerViolations(db)).toEqual([]);
-    } finally {
-      await db.close();
-    }
+    await expectAvailableAndLedgerExact(admin, clientId, FUNDED - completed * AMOUNT);
   }, 120_000);
 });
