@@ -22,6 +22,7 @@ import { formatTable } from '../packages/server/bench/report.ts';
  *   BENCH_SIGN_THREADS  pre-signing threads (default: CPU count)
  *   BENCH_PRESIGN_SECONDS  longest pre-signing per run (default 30); the rest is signed in the loop
  *   BENCH_CPU_PROF      directory: write a V8 CPU profile of the server there
+ *   BENCH_SERVER_NODE_ARGS  more node flags of the server, space-separated (e.g. --perf-basic-prof for perf)
  *   BENCH_SERVER_ENV    extra DISPERSA_* settings of the server, e.g. "DISPERSA_PAYMENT_LANES=1,DISPERSA_PAYMENT_MAX_BATCH=64"
  *   BENCH_WEBHOOK       0: skip the webhook delivery bench (packages/server/bench/webhook-delivery.ts)
  *   BENCH_RECONCILIATION  0: skip the reconciliation bench (packages/server/bench/reconciliation.ts)
@@ -132,6 +133,7 @@ async function main(): Promise<void> {
         presignSeconds,
         scenarios,
         cpuProfileDir,
+        serverNodeArgs: (process.env['BENCH_SERVER_NODE_ARGS'] ?? '').split(' ').filter((a) => a !== ''),
         serverEnv,
         log,
       }),

@@ -33,6 +33,8 @@ export interface PaymentsBenchOptions {
   scenarios: Scenario[];
   /** Write a V8 CPU profile of the server into this directory (node --cpu-prof). */
   cpuProfileDir?: string;
+  /** More node flags of the server, e.g. --perf-basic-prof for perf's view of its JIT code. */
+  serverNodeArgs?: string[];
   /** Extra DISPERSA_* settings of the server. */
   serverEnv?: Record<string, string>;
   log?: (line: string) => void;
@@ -261,7 +263,10 @@ export async function benchPayments(o: PaymentsBenchOptions): Promise<BackendRes
       databaseUrl: database?.url ?? null,
       // What `npm start` runs: the build, with plain node.
       built: true,
-      nodeArgs: o.cpuProfileDir ? ['--cpu-prof', `--cpu-prof-dir=${o.cpuProfileDir}`] : [],
+      nodeArgs: [
+        ...(o.cpuProfileDir ? ['--cpu-prof', `--cpu-prof-dir=${o.cpuProfileDir}`] : []),
+        ...(o.serverNodeArgs ?? []),
+      ],
       ...(o.serverEnv ? { env: o.serverEnv } : {}),
     });
     log(`[${o.backend}] server pid ${server.pid} on ${server.baseUrl}`);

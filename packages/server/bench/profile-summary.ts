@@ -31,6 +31,9 @@ const label = (n: ProfileNode): string => {
   return `${functionName || '(anonymous)'}${file}`;
 };
 
+// The service's own code, as run from source (tsx) or from its build (npm start, npm run bench).
+const PROJECT = /\/packages\/server\/(src|dist)\//;
+
 export function summarise(profile: Profile, top = 25): { self: Hotspot[]; ownTotal: Hotspot[]; totalMs: number } {
   const byId = new Map(profile.nodes.map((n) => [n.id, n]));
   const parent = new Map<number, number>();
@@ -50,7 +53,7 @@ export function summarise(profile: Profile, top = 25): { self: Hotspot[]; ownTot
     const seen = new Set<string>();
     for (let cur: number | undefined = id; cur !== undefined; cur = parent.get(cur)) {
       const n = byId.get(cur)!;
-      if (!n.callFrame.url.includes('/packages/server/src/')) continue;
+      if (!PROJECT.test(n.callFrame.url)) continue;
       const l = label(n);
       if (seen.has(l)) continue;
       seen.add(l);
