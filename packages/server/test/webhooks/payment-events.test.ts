@@ -85,3 +85,44 @@ describe('payment events', () => {
     ]);
   });
 });
+
+describe('events of a client without a webhook URL', () => {
+  it('are written settled by the payment path: no_webhook, never attempted nor claimed', async () => {
+    const silent = await server.newClient({ fundMinor: 1_000_000n });
+    // Completed at once (booked in a step), declined by the bank (booked on its own), refused by a rule (failed
+    // at once, written by the reserve).
+    const completed = await pay(silent, '150000', PM, newKey());
+    const declined = await pay(silent, '150001', PM, newKey());
+    const refusedKey = newKey();
+    const refused = await pay(silent, '5000000', PM, refusedKey);
+    expect([completed.status, declined.status, refused.status]).toEqual([201, 201, 422]);
+    // A 422 answers with its error only; the failed payment it created answers a replay of its key.
+    const refusedPayment = await pay(silent, '5000000', PM, refusedKey);
+    const ids = [completed, declined, refusedPayment].map((r) => r.body.payload.intentId as string);
+    await waitForPayment(silent, ids[1]!, (p) => p.state === 'failed');
+
+    const { rows } = await server.testDb.db.query<{
+      payment_id: string;
+      delivery_status: string;
+      attempts: number;
+      last_error: string | null;
+      leased: boolean;
+    }>(
+      `SELECT payment_id, delivery_status, attempts, last_error, next_attempt_at <> created_at AS leased
+       FROM events WHERE payment_id = ANY ($1::text[]) ORDER BY seq`,
+      [ids],
+    );
+    expect(rows.map((r) => r.payment_id).sort()).toEqual([...ids].sort());
+    for (const r of rows) {
+      // A claim would have leased the row (next_attempt_at moved on) before settling it.
+      expect(r).toMatchObject({
+        delivery_status: 'no_webhook',
+        attempts: 0,
+        last_error: 'no webhook URL',
+        leased: false,
+      });
+    }
+    // The client with a URL still gets its events delivered (the suite above); none of these reached it.
+    expect(receiver.requests.filter((r) => ids.includes(eventOf(r).data.payment?.intentId))).toEqual([]);
+  });
+});
