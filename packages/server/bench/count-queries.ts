@@ -1,14 +1,9 @@
 import { AsyncLocalStorage } from 'node:async_hooks';
-import { randomBytes } from 'node:crypto';
-import { mkdtemp, rm } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
 import path from 'node:path';
-import { loadConfig } from '../src/config.ts';
 import type { Db, Queryable, QueryResult } from '../src/db/db.ts';
-import { openDatabase } from '../src/db/open.ts';
 import { createLogger } from '../src/logger.ts';
 import { start } from '../src/server.ts';
-import { createBenchDatabase } from './database.ts';
+import { inProcessSetup } from './in-process.ts';
 import { completedPaymentBody, seedClients } from './seed.ts';
 import { createAdminCaller, createSignedCaller, payloadOf } from './signing.ts';
 
@@ -86,24 +81,12 @@ function countingDb(db: Db, tallies: Map<string, Map<string, Tally>>, txs: Map<s
 }
 
 export async function profileRequests(backend: 'embedded' | 'postgres', requests: number, postgresUrl: string) {
-  const dataDir = await mkdtemp(path.join(tmpdir(), 'dispersa-count-'));
-  const database = backend === 'postgres' ? await createBenchDatabase(postgresUrl, 'dispersa_count') : null;
+  const setup = await inProcessSetup(backend, postgresUrl, 'count');
   const tallies = new Map<string, Map<string, Tally>>();
   const txs = new Map<string, number>();
-  const adminToken = `count-${randomBytes(12).toString('hex')}`;
-  const config = loadConfig({
-    DISPERSA_PORT: '0',
-    DISPERSA_ADMIN_PORT: '0',
-    DISPERSA_DATA_DIR: dataDir,
-    DISPERSA_ADMIN_TOKEN: adminToken,
-    ...(database ? { DATABASE_URL: database.url } : {}),
-  });
-  const db = countingDb(
-    await openDatabase({ databaseUrl: config.databaseUrl, dataDir: database ? null : dataDir }),
-    tallies,
-    txs,
-  );
-  const running = await start({ config: { ...config, adminToken }, db, logger: createLogger('warn') });
+  const { config } = setup;
+  const db = countingDb(setup.db, tallies, txs);
+  const running = await start({ config, db, logger: createLogger('warn') });
   try {
     // Every request handled by the public listener runs inside the scenario tag of the moment.
     let current: string | null = null;
@@ -117,7 +100,7 @@ export async function profileRequests(backend: 'embedded' | 'postgres', requests
       });
     }
 
-    const admin = createAdminCaller(running.adminUrl, adminToken);
+    const admin = createAdminCaller(running.adminUrl, config.adminToken);
     const [key] = await seedClients(admin, {
       clients: 1,
       keysPerClient: 1,
@@ -182,9 +165,7 @@ export async function profileRequests(backend: 'embedded' | 'postgres', requests
     return out;
   } finally {
     await running.stop();
-    await db.close();
-    await database?.drop();
-    await rm(dataDir, { recursive: true, force: true });
+    await setup.cleanup();
   }
 }
 

@@ -1,10 +1,7 @@
 import { randomBytes } from 'node:crypto';
-import { mkdtemp, readFile, rm } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
+import { readFile } from 'node:fs/promises';
 import path from 'node:path';
-import { loadConfig } from '../src/config.ts';
 import type { Db } from '../src/db/db.ts';
-import { openDatabase } from '../src/db/open.ts';
 import { createLogger } from '../src/logger.ts';
 import { advanceBatch } from '../src/payments/advance.ts';
 import type { ReserveItem } from '../src/payments/create.ts';
@@ -12,7 +9,7 @@ import { paymentFingerprint } from '../src/payments/fingerprint.ts';
 import type { Payment } from '../src/payments/repository.ts';
 import { start } from '../src/server.ts';
 import { systemClock } from '../src/shared/clock.ts';
-import { createBenchDatabase } from './database.ts';
+import { inProcessSetup } from './in-process.ts';
 import { completedPaymentBody, seedClients } from './seed.ts';
 import { createAdminCaller } from './signing.ts';
 
@@ -118,22 +115,13 @@ async function main(): Promise<void> {
   const joint = process.env['STEP_JOINT'] === undefined ? backend === 'postgres' : process.env['STEP_JOINT'] === '1';
   const postgresUrl =
     process.env['BENCH_DATABASE_URL'] ?? process.env['DATABASE_URL'] ?? 'postgres://postgres@127.0.0.1:5432/test';
-  const dataDir = await mkdtemp(path.join(tmpdir(), 'dispersa-step-'));
-  const database = backend === 'postgres' ? await createBenchDatabase(postgresUrl, 'dispersa_step') : null;
-  const adminToken = `step-${randomBytes(12).toString('hex')}`;
-  const config = loadConfig({
-    DISPERSA_PORT: '0',
-    DISPERSA_ADMIN_PORT: '0',
-    DISPERSA_DATA_DIR: dataDir,
-    DISPERSA_ADMIN_TOKEN: adminToken,
-    ...(database ? { DATABASE_URL: database.url } : {}),
-  });
-  const db = await openDatabase({ databaseUrl: config.databaseUrl, dataDir: database ? null : dataDir });
+  const setup = await inProcessSetup(backend, postgresUrl, 'step');
+  const { db, config } = setup;
   try {
-    const running = await start({ config: { ...config, adminToken }, db, logger: createLogger('warn') });
+    const running = await start({ config, db, logger: createLogger('warn') });
     let keys: Key[];
     try {
-      keys = await seedClients(createAdminCaller(running.adminUrl, adminToken), {
+      keys = await seedClients(createAdminCaller(running.adminUrl, config.adminToken), {
         clients: 8,
         keysPerClient: 4,
         fundMinor: 10n ** 15n,
@@ -184,9 +172,7 @@ async function main(): Promise<void> {
       );
     }
   } finally {
-    await db.close();
-    await database?.drop();
-    await rm(dataDir, { recursive: true, force: true });
+    await setup.cleanup();
   }
 }
 
