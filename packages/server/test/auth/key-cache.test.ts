@@ -33,7 +33,7 @@ function watchedDb(inner: Db) {
     if (gate && !heldAfter) await gate;
     const result = await inner.query(sql, params);
     if (gate && heldAfter) await gate;
-    return result;
+    return result as never;
   });
   return {
     db,
