@@ -47,6 +47,8 @@ export interface Config {
   /** How long a payment may stay `processing` after it was handed to its rail before it is presumed interrupted. */
   dispatchTimeoutMs: number;
   sandboxSettleMs: number;
+  /** PostgreSQL only: the most connections the process opens. */
+  dbPoolMax: number;
   /** Payment batches run side by side (a client's payments always share one lane). */
   paymentLanes: number;
   /** The most payment requests one batch carries. */
@@ -277,6 +279,7 @@ export function loadConfig(env: Env = process.env): Config {
     reconcileIntervalMs: integer(env, 'DISPERSA_RECONCILE_INTERVAL_MS', 5000, 10, 86_400_000),
     sandboxSettleMs: integer(env, 'DISPERSA_SANDBOX_SETTLE_MS', 2000, 0, 86_400_000),
     dispatchTimeoutMs: integer(env, 'DISPERSA_DISPATCH_TIMEOUT_MS', 30_000, 1_000, 3_600_000),
+    dbPoolMax: integer(env, 'DISPERSA_DB_POOL_MAX', 10, 2, 1000),
     paymentLanes: integer(env, 'DISPERSA_PAYMENT_LANES', 1, 1, 64),
     paymentMaxBatch: integer(env, 'DISPERSA_PAYMENT_MAX_BATCH', 256, 1, 1024),
     embeddedVacuumMinutes: integer(env, 'DISPERSA_EMBEDDED_VACUUM_MINUTES', 15, 1, 1440),

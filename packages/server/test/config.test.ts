@@ -34,6 +34,7 @@ describe('configuration (operator contract, section 2)', () => {
       webhookRetryBaseMs: 1000,
       webhookMaxAttempts: 12,
       webhookAllowInsecure: false,
+      dbPoolMax: 10,
       serviceLimits: [],
       logLevel: 'info',
       bankGateway: null,
@@ -68,6 +69,7 @@ describe('configuration (operator contract, section 2)', () => {
       [{ DISPERSA_ADMIN_TOKEN: 'short' }, 'DISPERSA_ADMIN_TOKEN'],
       [{ DISPERSA_BANK_GATEWAY_URL: 'https://gw.example' }, 'DISPERSA_BANK_GATEWAY_KEY_ID'],
       [{ DISPERSA_DISPATCH_TIMEOUT_MS: '5' }, 'DISPERSA_DISPATCH_TIMEOUT_MS'],
+      [{ DISPERSA_DB_POOL_MAX: '1' }, 'DISPERSA_DB_POOL_MAX'],
     ];
     for (const [env, variable] of cases) {
       const err = errorOf(env);

@@ -13,6 +13,8 @@ export type Progress = (message: string, fields?: Record<string, unknown>) => vo
 export async function openDatabase(options: {
   databaseUrl: string | null;
   dataDir: string | null;
+  /** PostgreSQL: the most connections (DISPERSA_DB_POOL_MAX). */
+  poolMax?: number;
   progress?: Progress;
 }): Promise<Db> {
   const progress = options.progress ?? (() => {});
@@ -25,7 +27,7 @@ export async function openDatabase(options: {
   let db: Db;
   if (options.dataDir !== null) await secureDataDir(options.dataDir);
   if (options.databaseUrl !== null) {
-    db = createPostgresDb(options.databaseUrl);
+    db = createPostgresDb(options.databaseUrl, options.poolMax === undefined ? {} : { max: options.poolMax });
   } else if (options.dataDir !== null) {
     // Held until close(): a second process on this directory stops here, before it reads a single file.
     const lock = await lockDataDir(options.dataDir);
@@ -68,7 +70,7 @@ export async function openDatabase(options: {
  * caller does (an exit status, a usage error).
  */
 export async function openForProcess(
-  config: { databaseUrl: string | null; dataDir: string | null },
+  config: { databaseUrl: string | null; dataDir: string | null; dbPoolMax: number },
   logger: { info(fields: object, message: string): void },
   refuse: (message: string) => never,
 ): Promise<Db> {
@@ -76,6 +78,7 @@ export async function openForProcess(
     return await openDatabase({
       databaseUrl: config.databaseUrl,
       dataDir: config.dataDir,
+      poolMax: config.dbPoolMax,
       progress: (message, fields) => logger.info(fields ?? {}, message),
     });
   } catch (err) {

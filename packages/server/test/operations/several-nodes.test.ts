@@ -91,7 +91,8 @@ describe.skipIf(skip)('two API processes and a worker on one PostgreSQL database
     const started = (s: ServiceProcess) =>
       s.waitFor('stdout', /"dispersa started"/).then((l) => JSON.parse(l) as { baseUrl: string; adminUrl: string });
     const first = await started(apis[0]!);
-    apis.push(startService(envOf('api-2')));
+    // The second runs on a pool of three connections: nothing on its paths holds one while it waits for another.
+    apis.push(startService({ ...envOf('api-2'), DISPERSA_DB_POOL_MAX: '3' }));
     worker = spawn(process.execPath, [BIN, 'worker'], {
       cwd: REPO,
       env: { PATH: process.env['PATH'], ...envOf('worker') },
@@ -104,6 +105,13 @@ describe.skipIf(skip)('two API processes and a worker on one PostgreSQL database
     const second = await started(apis[1]!);
     await waitFor(() => /workers running/.test(workerErr), 'the worker process', 30_000);
     const nodes = [first, second];
+    const poolMax = async (node: number) => {
+      const res = await fetch(`${nodes[node]!.adminUrl}/metrics`, {
+        headers: { authorization: `Bearer ${ADMIN_TOKEN}` },
+      });
+      return /^dispersa_db_pool_max (\d+)$/m.exec(await res.text())?.[1];
+    };
+    expect([await poolMax(0), await poolMax(1)]).toEqual(['10', '3']);
 
     const admin = async (node: number, method: string, target: string, body?: unknown) => {
       const res = await fetch(nodes[node]!.adminUrl + target, {
