@@ -18,17 +18,29 @@ import { startWrappedServer } from '../support/wrapped-server.ts';
  * queue into one batch, as under load) and make a later one fail: it runs in a transaction that is rolled back, as
  * a statement whose commit failed leaves nothing behind.
  */
-function withCommitFault(
-  inner: Db,
-): Db & { holdNext(ms: number): Promise<void>; failNth(n: number): void; failedBatch(): number } {
+function withCommitFault(inner: Db): Db & {
+  holdNext(ms: number, afterKeyReads?: number): Promise<void>;
+  failNth(n: number): void;
+  failedBatch(): number;
+} {
   let holdMs = 0;
+  let holdForReads = 0;
+  let keyReads = 0;
+  let keyRead: () => void = () => {};
   let holding: () => void = () => {};
   let failIn = 0;
   let failed = 0;
   const query: Db['query'] = async (sql, params) => {
     // A step that reserves (payments/advance.ts: alone, or with bookings on PostgreSQL).
     const joint = sql.includes('advance_payments(');
-    if (!joint && !sql.includes('reserve_payments(')) return inner.query(sql, params);
+    if (!joint && !sql.includes('reserve_payments(')) {
+      const result = await inner.query(sql, params);
+      if (sql.includes('WHERE k.key_hash = $1')) {
+        keyReads++;
+        keyRead();
+      }
+      return result as never;
+    }
     const items = (JSON.parse(String(params![0])) as unknown[]).length;
     if (failIn > 0 && --failIn === 0) {
       // Bookings that shared the step fail with it.
@@ -42,17 +54,33 @@ function withCommitFault(
     // Held after the commit: the lane stays busy while the database serves the requests queueing behind it.
     if (holdMs > 0) {
       const ms = holdMs;
+      const reads = holdForReads;
       holdMs = 0;
+      holdForReads = 0;
+      keyReads = 0;
       holding();
+      // Until the requests behind have read their keys (on a loaded machine that can take longer than any fixed
+      // wait), then long enough for them to verify and join the queue.
+      const deadline = Date.now() + 30_000;
+      while (keyReads < reads && Date.now() < deadline) {
+        await new Promise<void>((r) => {
+          keyRead = r;
+          setTimeout(r, 100);
+        });
+      }
       await new Promise((r) => setTimeout(r, ms));
     }
     return result as never;
   };
   return {
     ...withQuery(inner, query),
-    /** Resolves once the next reserving step has committed and its hold begins. */
-    holdNext(ms) {
+    /**
+     * Resolves once the next reserving step has committed and its hold begins; the hold lasts until afterKeyReads
+     * API keys have been read from the database since, then ms more.
+     */
+    holdNext(ms, afterKeyReads = 0) {
       holdMs = ms;
+      holdForReads = afterKeyReads;
       return new Promise<void>((resolve) => {
         holding = resolve;
       });
@@ -177,15 +205,15 @@ describe('a batch whose commit fails', () => {
     const keys = clients.map(() => newKey('fault'));
     const nonces = clients.map((c) => c.api.nonces.take());
     const body = { amountMinor: '25000', ...PM };
-    // The first request's batch is held open while the others queue; the second, carrying them, fails at commit.
-    const held = db.holdNext(1500);
+    // The first request's batch is held open while the others queue (each reads its new key first); the second,
+    // carrying them, fails at commit.
+    const held = db.holdNext(500, clients.length - 1);
     db.failNth(2);
     const holder = post(clients[0]!, body, keys[0], nonces[0]);
     await held;
-    const first = [
-      await holder,
-      ...(await Promise.all(clients.slice(1).map((c, i) => post(c, body, keys[i + 1], nonces[i + 1])))),
-    ];
+    // Sent while the hold lasts, so that they queue behind it (not once the holder has its answer).
+    const others = clients.slice(1).map((c, i) => post(c, body, keys[i + 1], nonces[i + 1]));
+    const first = [await holder, ...(await Promise.all(others))];
     db.failNth(0);
     const failed = first.flatMap((a, i) => (a.status >= 500 ? [i] : []));
     expect(failed.length).toBe(db.failedBatch());
