@@ -70,7 +70,8 @@ export interface IngestSummary {
 }
 
 export type IngestResult =
-  | { kind: 'ingested'; summary: IngestSummary }
+  /** atEnd: the batch stopped where the statement did (or its source failed), not at the most lines a batch takes. */
+  | { kind: 'ingested'; summary: IngestSummary; atEnd: boolean }
   /** Nothing past `cursor`: every line the source shows has been ingested up to that position. */
   | { kind: 'caught_up'; cursor: string | null }
   /** Another process stored these pages first. */
@@ -112,7 +113,10 @@ async function fetchPage(deps: IngestDeps, cursor: string | null): Promise<State
  * costs the same dozen statements and one commit whatever the number of lines. null: the source failed before
  * giving anything.
  */
-async function fetchBatch(deps: IngestDeps, cursor: string | null): Promise<StatementPage | null> {
+async function fetchBatch(
+  deps: IngestDeps,
+  cursor: string | null,
+): Promise<(StatementPage & { atEnd: boolean }) | null> {
   const max = deps.maxBatchLines ?? DEFAULT_BATCH_LINES;
   const lines: StatementPage['lines'] = [];
   let at = cursor;
@@ -128,7 +132,7 @@ async function fetchBatch(deps: IngestDeps, cursor: string | null): Promise<Stat
     if (page.cursor === at) break;
     at = page.cursor;
   }
-  return { lines, cursor: at };
+  return { lines, cursor: at, atEnd: lines.length < max };
 }
 
 export async function ingestNextPage(deps: IngestDeps): Promise<IngestResult> {
@@ -163,7 +167,7 @@ export async function ingestNextPage(deps: IngestDeps): Promise<IngestResult> {
   }
   if (summary === null) return { kind: 'raced' };
   deps.onIngested?.(summary);
-  return { kind: 'ingested', summary };
+  return { kind: 'ingested', summary, atEnd: page.atEnd };
 }
 
 /**

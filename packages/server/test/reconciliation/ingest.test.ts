@@ -77,10 +77,11 @@ describe('statement ingestion', () => {
   it('reads pages ahead into one transaction and stores each line with its raw hash', async () => {
     const src = source([line(1), line(2), line(3), line(4), line(5)]);
     const r = await ingestNextPage({ db: testDb.db, clock, source: src, logger, maxBatchLines: 4 });
-    expect(r).toMatchObject({ kind: 'ingested', summary: { lines: 4, fresh: 4, exceptions: 4 } });
+    // Stopped at the most lines a batch takes, not at the statement's end.
+    expect(r).toMatchObject({ kind: 'ingested', atEnd: false, summary: { lines: 4, fresh: 4, exceptions: 4 } });
     expect(await readCursor(testDb.db, 'test-bank')).toBe('4');
     const again = await ingestNextPage({ db: testDb.db, clock, source: src, logger, maxBatchLines: 4 });
-    expect(again).toMatchObject({ kind: 'ingested', summary: { lines: 1 } });
+    expect(again).toMatchObject({ kind: 'ingested', atEnd: true, summary: { lines: 1 } });
     expect(await ingestNextPage({ db: testDb.db, clock, source: src, logger })).toEqual({
       kind: 'caught_up',
       cursor: '5',
