@@ -34,7 +34,12 @@ export async function inProcessSetup(
     DISPERSA_ADMIN_TOKEN: adminToken,
     ...(database ? { DATABASE_URL: database.url } : {}),
   });
-  const db = await openDatabase({ databaseUrl: config.databaseUrl, dataDir: database ? null : dataDir });
+  // The pool the service would open (openForProcess passes the same setting).
+  const db = await openDatabase({
+    databaseUrl: config.databaseUrl,
+    dataDir: database ? null : dataDir,
+    poolMax: config.dbPoolMax,
+  });
   return {
     config: { ...config, adminToken },
     db,
