@@ -166,7 +166,8 @@ export async function compose(options: {
     startWorkers(only = () => true) {
       for (const d of domains) {
         for (const w of (d.workers ?? []).filter((w) => only(w.name))) {
-          loops.push(runWorker(w.name, w.processNext, { idleMs: w.idleMs, signal: abort.signal, logger }));
+          const options = { idleMs: w.idleMs, busyShare: w.busyShare, signal: abort.signal, logger };
+          loops.push(runWorker(w.name, w.processNext, options));
         }
         d.start?.(abort.signal);
       }

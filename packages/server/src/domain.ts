@@ -10,6 +10,8 @@ export interface BackgroundWorker {
   /** Does one unit of work; returns an id when it did something, undefined when there was nothing to do. */
   processNext(): Promise<string | undefined>;
   idleMs: number;
+  /** The most of the wall time the loop takes while it has a backlog (run-worker.ts); default all of it. */
+  busyShare?: number;
 }
 
 export interface Domain {

@@ -25,6 +25,16 @@ export interface RunWorkerOptions {
   maxErrorBackoffMs?: number;
   /** How the loop waits; default the real `sleep` below. Tests record the pauses instead of timing them. */
   sleep?: (ms: number, signal: AbortSignal) => Promise<void>;
+  /**
+   * The most of the wall time the loop takes while it keeps finding work, in (0, 1]; default 1 (steps back to
+   * back, one turn of the event loop between them). Below 1, after a step that found work the loop rests in
+   * proportion to how long the step took: a step of 30 ms at 0.25 rests 90 ms. For a worker whose steps hold the
+   * embedded database, where every request waits for them: its backlog is then spread over time instead of
+   * met by each request several times over, and it still runs at that share of its full speed.
+   */
+  busyShare?: number;
+  /** Reads the time for busyShare; default performance.now. */
+  now?: () => number;
 }
 
 /** Resolves after ms, or at once when the signal aborts. The timer never keeps the process alive. */
@@ -51,13 +61,17 @@ export async function runWorker(
   const { idleMs, signal, logger } = options;
   const maxErrorBackoffMs = options.maxErrorBackoffMs ?? 30_000;
   const pause = options.sleep ?? sleep;
+  const now = options.now ?? (() => performance.now());
+  const restPerBusy = restPerBusyOf(options.busyShare ?? 1);
   let consecutiveErrors = 0;
   logger.info({ worker: name }, 'worker started');
   while (!signal.aborted) {
     try {
+      const started = now();
       const id = await processNext();
       consecutiveErrors = 0;
       if (id === undefined) await pause(idleMs, signal);
+      else if (restPerBusy > 0) await pause((now() - started) * restPerBusy, signal);
       else await yieldToEventLoop();
     } catch (err) {
       consecutiveErrors++;
@@ -67,4 +81,9 @@ export async function runWorker(
     }
   }
   logger.info({ worker: name }, 'worker stopped');
+}
+
+function restPerBusyOf(busyShare: number): number {
+  if (!(busyShare > 0 && busyShare <= 1)) throw new Error(`busyShare must be in (0, 1], got ${busyShare}`);
+  return (1 - busyShare) / busyShare;
 }

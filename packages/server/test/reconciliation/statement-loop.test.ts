@@ -1,7 +1,9 @@
+import pino from 'pino';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { BankStatementLine, StatementPage, StatementSource } from '../../src/rails/rail.ts';
 import type { ReconciliationDomain } from '../../src/reconciliation/domain.ts';
 import { batchLinesFor } from '../../src/reconciliation/ingest.ts';
+import { runWorker } from '../../src/shared/run-worker.ts';
 import { type ReconServer, reconciliationOver, startReconServer } from './support.ts';
 
 /**
@@ -54,10 +56,14 @@ function statement(name: string, options: { arriveAtEnd?: number } = {}) {
   return { source, append, booked: () => lines.length };
 }
 
-function statementLoop(recon: ReconciliationDomain): () => Promise<string | undefined> {
+function statementWorker(recon: ReconciliationDomain) {
   const loop = recon.workers?.find((w) => w.name === 'reconciliation.statement');
   if (loop === undefined) throw new Error('no statement loop');
-  return loop.processNext;
+  return loop;
+}
+
+function statementLoop(recon: ReconciliationDomain): () => Promise<string | undefined> {
+  return statementWorker(recon).processNext;
 }
 
 async function storedOf(source: string): Promise<number> {
@@ -96,5 +102,51 @@ describe('the statement loop', () => {
     // Nothing is lost: only the lines booked after the last read wait for the next pass.
     expect(await storedOf('steady')).toBe(bank.booked() - 3);
     expect(await storedOf('steady')).toBeGreaterThanOrEqual(16);
+  });
+
+  it('on the embedded database rests between the batches of a backlog as long as each took; not on PostgreSQL', async () => {
+    const batch = batchLinesFor(r.db.kind);
+    const bank = statement('paced');
+    bank.append(2 * batch + 1);
+    const worker = statementWorker(reconciliationOver(r.server, { statements: bank.source }));
+    const controller = new AbortController();
+    // The loop as compose.ts runs it, its waits recorded instead of slept, each step timed by the loop itself.
+    const pauses: number[] = [];
+    const took: number[] = [];
+    await runWorker(
+      worker.name,
+      async () => {
+        const started = performance.now();
+        const id = await worker.processNext();
+        took.push(performance.now() - started);
+        if (took.length === 3) controller.abort();
+        return id;
+      },
+      {
+        idleMs: worker.idleMs,
+        busyShare: worker.busyShare,
+        signal: controller.signal,
+        logger: pino({ level: 'silent' }),
+        sleep: async (ms) => {
+          pauses.push(ms);
+        },
+      },
+    );
+    expect(await storedOf('paced')).toBe(2 * batch + 1);
+    if (r.db.kind === 'embedded') {
+      expect(worker.busyShare).toBe(0.5);
+      // Two full batches, each followed by a rest of about its own length; the third reached the end: the interval.
+      expect(pauses).toHaveLength(3);
+      for (const i of [0, 1]) {
+        expect(pauses[i]!).toBeGreaterThan(0);
+        expect(pauses[i]!).toBeGreaterThanOrEqual(took[i]! * 0.9);
+        expect(pauses[i]!).toBeLessThanOrEqual(took[i]! * 1.1 + 1);
+      }
+      expect(pauses[2]).toBe(worker.idleMs);
+    } else {
+      expect(worker.busyShare).toBeUndefined();
+      // Back to back (a turn of the event loop between), then the interval.
+      expect(pauses).toEqual([worker.idleMs]);
+    }
   });
 });

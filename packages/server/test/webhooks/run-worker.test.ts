@@ -130,6 +130,47 @@ describe('runWorker', () => {
     ]);
   });
 
+  it('with a busy share, rests after each step that found work in proportion to how long it took', async () => {
+    const controller = new AbortController();
+    // A clock the steps move: each step "takes" its listed milliseconds; the rests are recorded, not timed.
+    let clock = 0;
+    const durations = [40, 10, 30];
+    const timeline: string[] = [];
+    let n = 0;
+    await runWorker(
+      'paced',
+      async () => {
+        const d = durations[n++];
+        if (d === undefined) {
+          controller.abort();
+          return undefined;
+        }
+        clock += d;
+        timeline.push(`step ${d}`);
+        return `job-${n}`;
+      },
+      {
+        idleMs: 1000,
+        signal: controller.signal,
+        logger: memoryLogger(),
+        busyShare: 0.2,
+        now: () => clock,
+        sleep: async (ms) => {
+          timeline.push(`pause ${ms}`);
+        },
+      },
+    );
+    // At a fifth of the wall time: four times each step's duration at rest; the empty poll still idles.
+    expect(timeline).toEqual(['step 40', 'pause 160', 'step 10', 'pause 40', 'step 30', 'pause 120', 'pause 1000']);
+  });
+
+  it('refuses a busy share outside (0, 1]', async () => {
+    const options = { idleMs: 10, signal: new AbortController().signal, logger: memoryLogger() };
+    for (const busyShare of [0, -0.5, 1.5, Number.NaN]) {
+      await expect(runWorker('bad', async () => undefined, { ...options, busyShare })).rejects.toThrow(/busyShare/);
+    }
+  });
+
   it('caps the error pause', async () => {
     const controller = new AbortController();
     const logger = memoryLogger();
