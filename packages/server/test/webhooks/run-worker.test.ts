@@ -164,40 +164,6 @@ describe('runWorker', () => {
     expect(timeline).toEqual(['step 40', 'pause 160', 'step 10', 'pause 40', 'step 30', 'pause 120', 'pause 1000']);
   });
 
-  it('with restWhile, rests only after the steps where restWhile says someone is waiting', async () => {
-    const controller = new AbortController();
-    let clock = 0;
-    const waiting = [true, false, true];
-    const timeline: string[] = [];
-    let n = 0;
-    await runWorker(
-      'paced-when-busy',
-      async () => {
-        if (n === waiting.length) {
-          controller.abort();
-          return undefined;
-        }
-        n++;
-        clock += 10;
-        timeline.push(`step ${n}`);
-        return `job-${n}`;
-      },
-      {
-        idleMs: 1000,
-        signal: controller.signal,
-        logger: memoryLogger(),
-        busyShare: 0.5,
-        restWhile: () => waiting[n - 1]!,
-        now: () => clock,
-        sleep: async (ms) => {
-          timeline.push(`pause ${ms}`);
-        },
-      },
-    );
-    // Step 2 found nobody waiting: the next step follows at once (a turn of the event loop, not a rest).
-    expect(timeline).toEqual(['step 1', 'pause 10', 'step 2', 'step 3', 'pause 10', 'pause 1000']);
-  });
-
   it('refuses a busy share outside (0, 1]', async () => {
     const options = { idleMs: 10, signal: new AbortController().signal, logger: memoryLogger() };
     for (const busyShare of [0, -0.5, 1.5, Number.NaN]) {
