@@ -58,7 +58,8 @@ export async function postEntry(
   if (entryId === undefined) return false;
   // Only client balances cache a total (the CHECK on the available balance needs it). The service's own
   // accounts (bank, FX position) are one row each for every payment of every client: updating them here would
-  // serialise all bookings behind one row lock, so their balance is derived from the postings (houseBalance).
+  // serialise all bookings behind one row lock, so their balance is the sum of their postings (the balance check
+  // reads it so: reconciliation/balance.ts).
   const byAccount = new Map<string, bigint>();
   for (const p of entry.postings) {
     if (isClientAccount(p.accountId)) byAccount.set(p.accountId, (byAccount.get(p.accountId) ?? 0n) + p.amountMinor);
@@ -86,15 +87,6 @@ export async function postEntry(
 }
 
 const isClientAccount = (accountId: string): boolean => accountId.startsWith('client:');
-
-/** Balance of one of the service's own accounts (bank, FX position): the sum of its postings. */
-export async function houseBalance(q: Queryable, accountId: string): Promise<bigint> {
-  const { rows } = await q.query<{ total: string }>(
-    'SELECT coalesce(sum(amount_minor), 0)::text AS total FROM postings WHERE account_id = $1',
-    [accountId],
-  );
-  return minorFromDb(rows[0]!.total);
-}
 
 export async function ensureClientAccount(q: Queryable, clientId: string, currency: string): Promise<string> {
   return ensureAccount(q, { kind: 'client_balance', clientId, currency });

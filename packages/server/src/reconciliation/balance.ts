@@ -1,6 +1,5 @@
 import type { Db, Queryable } from '../db/db.ts';
 import { bankAccountId } from '../ledger/accounts.ts';
-import { houseBalance } from '../ledger/ledger.ts';
 import type { StatementSource } from '../rails/rail.ts';
 import type { Clock } from '../shared/clock.ts';
 import { minorFromDb } from '../shared/money.ts';
@@ -43,25 +42,31 @@ export interface BalanceFigures {
   explainedMinor: bigint;
 }
 
-/** The ledger's side and the explained part, read in the caller's transaction. */
+/**
+ * The ledger's side and the explained part, read in one statement. Under READ COMMITTED each statement sees the
+ * database as of its own start: read in two, a funding (or a payout) committed between them counted in the
+ * ledger's balance and not among the fundings awaiting their credit (or the payouts awaiting their debit), and on a
+ * currency's first check that false difference became part of the baseline for good.
+ */
 export async function balanceFigures(q: Queryable, currency: string): Promise<BalanceFigures> {
-  const { rows } = await q.query<{ unbooked: string; watched: string; fundings: string }>(
+  const { rows } = await q.query<{ ledger: string; unbooked: string; watched: string; fundings: string }>(
     `SELECT
+       -- The service's own accounts keep no cached total: the bank account's balance is the sum of its postings.
+       coalesce((SELECT sum(amount_minor) FROM postings WHERE account_id = $2), 0)::text AS ledger,
        coalesce((SELECT sum(CASE WHEN direction = 'credit' THEN amount_minor ELSE -amount_minor END)
                    FROM recon_lines WHERE NOT booked AND currency = $1), 0)::text AS unbooked,
        coalesce((SELECT sum(amount_minor) FROM recon_debit_watch WHERE currency = $1), 0)::text AS watched,
        coalesce((SELECT sum(f.amount_minor) FROM fundings f
                   WHERE f.currency = $1 AND NOT EXISTS (SELECT 1 FROM recon_lines l WHERE l.funding_id = f.id)), 0)::text
          AS fundings`,
-    [currency],
+    [currency, bankAccountId(currency)],
   );
   const r = rows[0]!;
   const unbooked = minorFromDb(r.unbooked);
   const watched = minorFromDb(r.watched);
   const fundings = minorFromDb(r.fundings);
   return {
-    // The service's own accounts keep no cached total: the bank account's balance is the sum of its postings.
-    ledgerMinor: await houseBalance(q, bankAccountId(currency)),
+    ledgerMinor: minorFromDb(r.ledger),
     unbookedLinesMinor: unbooked,
     payoutsAwaitingDebitMinor: watched,
     fundingsAwaitingCreditMinor: fundings,
