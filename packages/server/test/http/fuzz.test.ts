@@ -413,6 +413,12 @@ async function snapshot(): Promise<Record<string, unknown>> {
     out[table] = (await db.query<{ n: string }>(`SELECT count(*)::text AS n FROM ${table}`)).rows[0]!.n;
   }
   out['payments.states'] = (await db.query(`SELECT id, state, sub_status FROM payments ORDER BY id`)).rows;
+  // The exceptions themselves, so that one appearing says what it is about.
+  out['recon_exceptions.rows'] = (
+    await db.query(
+      'SELECT kind, status, bank_line_ids, payment_id, amount_minor::text, details FROM recon_exceptions ORDER BY seq',
+    )
+  ).rows;
   out['beneficiaries.rows'] = (await db.query('SELECT id, alias, status FROM beneficiaries ORDER BY id')).rows;
   out['keys'] = (await db.query('SELECT id, active FROM api_keys ORDER BY id')).rows;
   out['limits'] = (await db.query('SELECT * FROM key_limits ORDER BY 1, 2')).rows;

@@ -219,9 +219,14 @@ describe('GET /metrics', () => {
 
   it('open reconciliation exceptions by kind, and the bank and ledger balances', async () => {
     const before = await freshScrape();
-    for (const kind of ['orphan_debit', 'unfunded_credit', 'double_debit', 'missing_debit', 'balance_mismatch']) {
-      expect(before.value('dispersa_reconciliation_open_exceptions', { kind })).toBe(0);
-    }
+    const kinds = ['orphan_debit', 'unfunded_credit', 'double_debit', 'missing_debit', 'balance_mismatch'];
+    const open = Object.fromEntries(
+      kinds.map((kind) => [kind, before.value('dispersa_reconciliation_open_exceptions', { kind })]),
+    );
+    // On failure, the rows say what the unexpected exception is about.
+    const rows = (await server.testDb.db.query('SELECT kind, bank_line_ids, payment_id, details FROM recon_exceptions'))
+      .rows;
+    expect({ open, rows }).toEqual({ open: Object.fromEntries(kinds.map((k) => [k, 0])), rows: [] });
     // A debit on the bank statement that no payment explains.
     const line = await server.admin('POST', '/admin/v1/sandbox/bank/lines', {
       direction: 'debit',
