@@ -18,6 +18,7 @@ import { registerReadinessRoute } from './health/routes.ts';
 import { createAdminApp } from './http/admin-app.ts';
 import { type PendingRoute, registerPendingRoutes } from './http/pending-routes.ts';
 import { createPublicApp } from './http/public-app.ts';
+import { countRequestsInFlight } from './http/requests-in-flight.ts';
 import { registerIdentityRoutes } from './identity/routes.ts';
 import { registerMetaRoutes } from './meta/routes.ts';
 import { registerDatabaseGauges, registerPoolGauges } from './metrics/database-gauges.ts';
@@ -150,6 +151,9 @@ export async function compose(options: {
     },
   });
 
+  // A loop that rests for the requests' sake (reconciliation on the embedded database) rests only while there are some.
+  const requestsInFlight = countRequestsInFlight(publicApp.server, adminApp.server);
+  const restWhile = () => requestsInFlight() > 0;
   const abort = new AbortController();
   const loops: Promise<void>[] = [];
   return {
@@ -166,7 +170,7 @@ export async function compose(options: {
     startWorkers(only = () => true) {
       for (const d of domains) {
         for (const w of (d.workers ?? []).filter((w) => only(w.name))) {
-          const options = { idleMs: w.idleMs, busyShare: w.busyShare, signal: abort.signal, logger };
+          const options = { idleMs: w.idleMs, busyShare: w.busyShare, restWhile, signal: abort.signal, logger };
           loops.push(runWorker(w.name, w.processNext, options));
         }
         d.start?.(abort.signal);

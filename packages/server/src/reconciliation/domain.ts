@@ -38,11 +38,12 @@ const MAX_PASS_STEPS = 10_000;
 /**
  * On the embedded database each batch's two transactions hold every request (ingest.ts, EMBEDDED_BATCH_LINES), and
  * a pass through an interval's lines ran its batches back to back: a payment of that moment met one at each of its
- * three phases. Under the payment bench the slowest 1 % took 117-208 ms with the loop as it was and 63-81 ms with it
- * off. Resting as long as each batch took lets the payments caught behind one batch finish before the next: p99 87-121
- * ms, 21 % less on the means of six alternated pairs (docs/performance.md, fifteenth session). Ingestion keeps half its
- * speed under load, still about three times the pace of the payments that make the lines. PostgreSQL runs the batches
- * beside the requests: there smaller batches with the same rest changed nothing, and it has none.
+ * three phases. Under the payment bench the slowest 1 % took 117-208 ms with the loop as it was and 63-81 ms with
+ * it off. Resting as long as each batch took lets the payments caught behind one batch finish before the next: p99
+ * 87-121 ms, 21 % less on the means of six alternated pairs (docs/performance.md, fifteenth session). Ingestion
+ * keeps half its speed under load, still about three times the pace of the payments that make the lines, and all of
+ * it with no request in flight (compose.ts passes the loop that condition). PostgreSQL runs the batches beside the
+ * requests: there smaller batches with the same rest changed nothing, and it has none.
  */
 const EMBEDDED_BUSY_SHARE = 0.5;
 

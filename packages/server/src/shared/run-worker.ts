@@ -33,6 +33,11 @@ export interface RunWorkerOptions {
    * met by each request several times over, and it still runs at that share of its full speed.
    */
   busyShare?: number;
+  /**
+   * With busyShare, the loop rests only while this answers true (default: always): whether anyone is waiting that
+   * a rest would let through. An idle service reads its backlog at full speed.
+   */
+  restWhile?: () => boolean;
   /** Reads the time for busyShare; default performance.now. */
   now?: () => number;
 }
@@ -71,7 +76,7 @@ export async function runWorker(
       const id = await processNext();
       consecutiveErrors = 0;
       if (id === undefined) await pause(idleMs, signal);
-      else if (restPerBusy > 0) await pause((now() - started) * restPerBusy, signal);
+      else if (restPerBusy > 0 && (options.restWhile?.() ?? true)) await pause((now() - started) * restPerBusy, signal);
       else await yieldToEventLoop();
     } catch (err) {
       consecutiveErrors++;

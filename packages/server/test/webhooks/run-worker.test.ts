@@ -130,21 +130,28 @@ describe('runWorker', () => {
     ]);
   });
 
-  it('with a busy share, rests after each step that found work in proportion to how long it took', async () => {
+  /**
+   * A loop over steps that "take" the listed milliseconds on a clock they move, then an empty poll; the rests are
+   * recorded, not timed. restWhile is asked with the number of steps done.
+   */
+  async function pacedTimeline(
+    durations: number[],
+    options: { busyShare: number; restWhile?: (stepsDone: number) => boolean },
+  ): Promise<string[]> {
     const controller = new AbortController();
-    // A clock the steps move: each step "takes" its listed milliseconds; the rests are recorded, not timed.
     let clock = 0;
-    const durations = [40, 10, 30];
     const timeline: string[] = [];
     let n = 0;
+    const restWhile = options.restWhile;
     await runWorker(
       'paced',
       async () => {
-        const d = durations[n++];
+        const d = durations[n];
         if (d === undefined) {
           controller.abort();
           return undefined;
         }
+        n++;
         clock += d;
         timeline.push(`step ${d}`);
         return `job-${n}`;
@@ -153,15 +160,34 @@ describe('runWorker', () => {
         idleMs: 1000,
         signal: controller.signal,
         logger: memoryLogger(),
-        busyShare: 0.2,
+        busyShare: options.busyShare,
+        ...(restWhile === undefined ? {} : { restWhile: () => restWhile(n) }),
         now: () => clock,
         sleep: async (ms) => {
           timeline.push(`pause ${ms}`);
         },
       },
     );
+    return timeline;
+  }
+
+  it('with a busy share, rests after each step that found work in proportion to how long it took', async () => {
     // At a fifth of the wall time: four times each step's duration at rest; the empty poll still idles.
-    expect(timeline).toEqual(['step 40', 'pause 160', 'step 10', 'pause 40', 'step 30', 'pause 120', 'pause 1000']);
+    expect(await pacedTimeline([40, 10, 30], { busyShare: 0.2 })).toEqual([
+      'step 40',
+      'pause 160',
+      'step 10',
+      'pause 40',
+      'step 30',
+      'pause 120',
+      'pause 1000',
+    ]);
+  });
+
+  it('with restWhile, rests only after the steps where restWhile says someone is waiting', async () => {
+    // After step 2 nobody is waiting: step 3 follows at once (a turn of the event loop, not a rest).
+    const timeline = await pacedTimeline([10, 20, 30], { busyShare: 0.5, restWhile: (done) => done !== 2 });
+    expect(timeline).toEqual(['step 10', 'pause 10', 'step 20', 'step 30', 'pause 30', 'pause 1000']);
   });
 
   it('refuses a busy share outside (0, 1]', async () => {
