@@ -44,9 +44,9 @@ export interface BalanceFigures {
 
 /**
  * The ledger's side and the explained part, read in one statement. Under READ COMMITTED each statement sees the
- * database as of its own start: read in two, a funding (or a payout) committed between them counted in the
- * ledger's balance and not among the fundings awaiting their credit (or the payouts awaiting their debit), and on a
- * currency's first check that false difference became part of the baseline for good.
+ * database as of its own start: read in two, a funding (or a payout) committing between them would count in the
+ * ledger's balance and not among the fundings awaiting their credit (or the payouts awaiting their debit), and on
+ * a currency's first check that false difference would become part of the baseline for good.
  */
 export async function balanceFigures(q: Queryable, currency: string): Promise<BalanceFigures> {
   const { rows } = await q.query<{ ledger: string; unbooked: string; watched: string; fundings: string }>(
