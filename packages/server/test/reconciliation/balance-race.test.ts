@@ -1,10 +1,8 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Db, Queryable } from '../../src/db/db.ts';
 import { createFunding } from '../../src/fundings/service.ts';
-import { createMetrics } from '../../src/metrics/metrics.ts';
 import type { StatementSource } from '../../src/rails/rail.ts';
 import { DEFAULT_VES_OPENING_MINOR } from '../../src/rails/sandbox/bank.ts';
-import { createReconciliationDomain } from '../../src/reconciliation/domain.ts';
 import { ingestNextPage } from '../../src/reconciliation/ingest.ts';
 import { ManualClock } from '../../src/shared/clock.ts';
 import type { TestClient } from '../support/test-server.ts';
@@ -99,8 +97,8 @@ describe('a line ingested by another node between the bank read and the ledger r
 
 /**
  * The database as the check's transaction sees it, where `meanwhile` runs once right after the first statement that
- * reads the ledger's figures, inside that transaction: to the statements after it, that is what a
- * commit of another connection at that instant looks like under READ COMMITTED, on either back-end.
+ * reads the ledger's figures, inside that transaction: to the statements after it, that is what a commit of another
+ * connection at that instant looks like under READ COMMITTED, on either back-end.
  */
 function dbWithCommitDuringFigures(inner: Db, meanwhile: (q: Queryable) => Promise<void>): Db {
   let pending: ((q: Queryable) => Promise<void>) | null = meanwhile;
@@ -130,8 +128,7 @@ function dbWithCommitDuringFigures(inner: Db, meanwhile: (q: Queryable) => Promi
 
 describe('a funding committed while the check reads the ledger', () => {
   it('counts in none of the figures or in all of them: the difference stays explained', async () => {
-    const { ctx, domains } = r.server.running;
-    const bank = domains.payments.rails.sandboxBank!;
+    const bank = r.server.running.domains.payments.rails.sandboxBank!;
     let funded = false;
     const db = dbWithCommitDuringFigures(r.db, async (q) => {
       // The funding's own code, its transaction being the one it lands in.
@@ -153,11 +150,7 @@ describe('a funding committed while the check reads the ledger', () => {
       expect(f.kind).toBe('created');
       funded = true;
     });
-    const config = { ...ctx.config, reconcileIntervalMs: 100 };
-    const node = createReconciliationDomain(
-      { ...ctx, db, config, metrics: createMetrics({ processMetrics: false }) },
-      { rails: domains.payments.rails },
-    );
+    const node = reconciliationOver(r.server, { db });
     clock.advance(200);
     const pass = await node.reconcileOnce();
     expect(funded).toBe(true);

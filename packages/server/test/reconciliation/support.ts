@@ -31,13 +31,14 @@ const EXCEPTIONS_ROUTE = { method: 'GET' as const, url: '/admin/v1/reconciliatio
 
 /**
  * A reconciliation domain of the test's own over the service's database, clock and rails, as another process's
- * would be; `statements` stands in for the rail's statement source.
+ * would be; `statements` stands in for the rail's statement source, `db` for the database (a wrapped one).
  */
 export function reconciliationOver(
   server: TestServer,
-  options: { intervalMs?: number; statements?: StatementSource } = {},
+  options: { intervalMs?: number; statements?: StatementSource; db?: Db } = {},
 ): ReconciliationDomain {
-  const { ctx, domains } = server.running;
+  const { domains } = server.running;
+  const ctx = { ...server.running.ctx, ...(options.db && { db: options.db }) };
   const config = { ...ctx.config, reconcileIntervalMs: options.intervalMs ?? 100 };
   // Its counters in a registry of its own: the service's already holds the service's reconciliation counters.
   const metrics = createMetrics({ processMetrics: false });
