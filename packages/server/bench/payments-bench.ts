@@ -72,6 +72,11 @@ export interface ScenarioResult extends LoadResult {
   meanBatch: Record<string, number>;
   /** Milliseconds a payment request spent in each phase of the payment path, its wait for a batch included. */
   meanPhaseMs: Record<string, number>;
+  /**
+   * Share of the run each batched path's lanes spent running a batch, in % (dispersa_batch_run_seconds over
+   * dispersa_batch_lanes): near 100 the path is the ceiling, each lane busy all the time.
+   */
+  busyPercent: Record<string, number>;
 }
 
 /** Sum and count of each of a family of /metrics histograms, by name. */
@@ -83,12 +88,17 @@ interface PathCounters {
   batch: HistogramTotals;
   /** Milliseconds a request spent per phase (dispersa_payment_phase_seconds, sums converted). */
   phaseMs: HistogramTotals;
+  /** Seconds each batched path spent running batches (dispersa_batch_run_seconds_sum), and its lanes. */
+  runSeconds: Record<string, number>;
+  lanes: Record<string, number>;
+  /** When the scrape was answered (performance.now()). */
+  at: number;
 }
 
 async function pathCounters(adminUrl: string, token: string): Promise<PathCounters> {
   const res = await fetch(`${adminUrl}/metrics`, { headers: { authorization: `Bearer ${token}` } });
   const text = await res.text();
-  const out: PathCounters = { batch: {}, phaseMs: {} };
+  const out: PathCounters = { batch: {}, phaseMs: {}, runSeconds: {}, lanes: {}, at: performance.now() };
   const add = (into: HistogramTotals, name: string, kind: string, value: number) => {
     into[name] ??= { sum: 0, count: 0 };
     into[name][kind as 'sum' | 'count'] = value;
@@ -98,6 +108,22 @@ async function pathCounters(adminUrl: string, token: string): Promise<PathCounte
     if (b) add(out.batch, b[1] === 'nonce' ? 'nonce' : b[3]!, b[2]!, Number(b[4]));
     const t = /^dispersa_payment_phase_seconds_(sum|count)\{phase="([a-z]+)"\} ([0-9.e+-]+)$/.exec(line);
     if (t) add(out.phaseMs, t[2]!, t[1]!, t[1] === 'sum' ? Number(t[3]) * 1000 : Number(t[3]));
+    const r = /^dispersa_batch_run_seconds_sum\{path="([a-z_]+)"\} ([0-9.e+-]+)$/.exec(line);
+    if (r) out.runSeconds[r[1]!] = Number(r[2]);
+    const l = /^dispersa_batch_lanes\{path="([a-z_]+)"\} ([0-9]+)$/.exec(line);
+    if (l) out.lanes[l[1]!] = Number(l[2]);
+  }
+  return out;
+}
+
+/** Each path's busy share between two scrapes, in % of its lanes' time (paths that ran no batch are left out). */
+function busyOver(before: PathCounters, after: PathCounters): Record<string, number> {
+  const out: Record<string, number> = {};
+  const seconds = (after.at - before.at) / 1000;
+  for (const [path, sum] of Object.entries(after.runSeconds)) {
+    const busy = sum - (before.runSeconds[path] ?? 0);
+    const lanes = after.lanes[path] ?? 1;
+    if (busy > 0 && seconds > 0) out[path] = Math.round((busy / seconds / lanes) * 100);
   }
   return out;
 }
@@ -316,6 +342,8 @@ export async function benchPayments(o: PaymentsBenchOptions): Promise<BackendRes
         at: performance.now(),
       });
       let sampler: { stop(): Promise<WaitSample[]> } | null = null;
+      // Read when the load starts, not before the pre-signing: the busy shares are over the run's time.
+      let countersAtStart: Promise<PathCounters> | null = null;
       const load = runLoad(
         {
           baseUrl: server.baseUrl,
@@ -330,14 +358,17 @@ export async function benchPayments(o: PaymentsBenchOptions): Promise<BackendRes
         },
         () => {
           cpuMark = markCpu();
+          countersAtStart = pathCounters(server!.adminUrl, adminToken);
           if (waitsClient !== null && dbName !== null) sampler = sampleWaits(waitsClient, dbName);
         },
       );
-      const countersBefore = await pathCounters(server.adminUrl, adminToken);
       const result = await load;
+      if (countersAtStart === null) throw new Error('the load ended without starting');
+      const countersBefore = await (countersAtStart as Promise<PathCounters>);
       const countersAfter = await pathCounters(server.adminUrl, adminToken);
       const meanBatch = meansOver(countersBefore.batch, countersAfter.batch);
       const meanPhaseMs = meansOver(countersBefore.phaseMs, countersAfter.phaseMs);
+      const busyPercent = busyOver(countersBefore, countersAfter);
       const waits = sampler === null ? null : await (sampler as { stop(): Promise<WaitSample[]> }).stop();
       const end = markCpu();
       const rssAfterKb = server.rssKb();
@@ -366,6 +397,7 @@ export async function benchPayments(o: PaymentsBenchOptions): Promise<BackendRes
         waits,
         meanBatch,
         meanPhaseMs,
+        busyPercent,
       });
       log(
         `[${o.backend}] ${scenario}: ${result.rps} req/s, p50 ${result.latencyMs.p50} ms, p99 ${result.latencyMs.p99} ms, ` +
@@ -381,6 +413,13 @@ export async function benchPayments(o: PaymentsBenchOptions): Promise<BackendRes
         log(
           `    ms per request in each phase (its wait for a batch included): ${Object.entries(meanPhaseMs)
             .map(([phase, ms]) => `${phase} ${ms}`)
+            .join(', ')}`,
+        );
+      }
+      if (Object.keys(busyPercent).length > 0) {
+        log(
+          `    busy (share of the run a path's lanes were running a batch): ${Object.entries(busyPercent)
+            .map(([path, percent]) => `${path} ${percent} %`)
             .join(', ')}`,
         );
       }

@@ -94,7 +94,12 @@ export async function compose(options: {
   registerPoolGauges(db, metrics.registry);
   const readiness = createReadiness({ db });
   const keys = createApiKeyService({ db });
-  const nonces = createNonceStore({ db, onBatch: (size) => metrics.observeNonceBatch(size) });
+  const nonces = createNonceStore({
+    db,
+    onBatch: (size) => metrics.observeNonceBatch(size),
+    onRun: (seconds) => metrics.observeBatchRun('nonce', seconds),
+  });
+  metrics.setBatchLanes('nonce', nonces.lanes);
   const ctx: AppContext = { config, db, clock, logger, version: SERVICE_VERSION, keys, metrics };
 
   const webhooks = await createWebhookDomain(ctx);

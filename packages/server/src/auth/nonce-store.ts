@@ -13,6 +13,8 @@ import { createBatcher, resultsAt } from '../shared/batcher.ts';
 export type NonceVerdict = 'ok' | 'replay' | 'inactive';
 
 export interface NonceStore {
+  /** Flush lanes side by side (metrics). */
+  readonly lanes: number;
   /** strict: POST/PUT/PATCH/DELETE/HEAD (nonce above the mark); otherwise GET, which may use the 64-number window. */
   consume(keyId: string, nonce: string, strict: boolean): Promise<NonceVerdict>;
 }
@@ -38,14 +40,18 @@ const LANES = 2;
 export function createNonceStore({
   db,
   onBatch,
+  onRun,
 }: {
   db: Db;
   /** Told the size of each flush (metrics). */
   onBatch?: (size: number) => void;
+  /** Told how long each flush ran (metrics). */
+  onRun?: (seconds: number) => void;
 }): NonceStore {
   const flushes = createBatcher<Pending, NonceVerdict>({
     lanes: LANES,
     maxBatch: MAX_BATCH,
+    onRun,
     async run(batch) {
       onBatch?.(batch.length);
       const { rows } = await db.query<{ pos: number; verdict: NonceVerdict }>(CONSUME_SQL, [
@@ -62,6 +68,7 @@ export function createNonceStore({
   });
 
   return {
+    lanes: flushes.lanes,
     consume(keyId, nonce, strict) {
       if (!NONCE_FORMAT.test(nonce)) return Promise.resolve('replay');
       return flushes.add({ keyId, nonce, strict }, keyId);

@@ -11,6 +11,12 @@ import { Counter, collectDefaultMetrics, Gauge, Histogram, Registry } from 'prom
 /** A short, fixed name of the payment-path step a batch belongs to (a label: never an id). */
 export type PaymentBatchPhase = 'reserve' | 'dispatch' | 'book';
 
+/**
+ * A batched path of the service (shared/batcher.ts): the payment path's database step (reserve and booking), its
+ * hand-over to the rail, the booking of failed answers, the signed reads of a payment, the nonce store's flushes.
+ */
+export type BatchPath = 'payment_step' | 'payment_dispatch' | 'payment_book_failed' | 'payment_read' | 'nonce';
+
 /** What the payment path (payments/, rails/, auth/nonce-store.ts) reports. */
 export interface PaymentPathMetrics {
   /**
@@ -27,6 +33,13 @@ export interface PaymentPathMetrics {
   observePaymentPhase(phase: PaymentBatchPhase, seconds: number): void;
   /** Size of one flush of the nonce store (requests whose nonce marks one statement applied). */
   observeNonceBatch(size: number): void;
+  /**
+   * How long one batch of a path ran (its statement, commit and answers), whatever its outcome: while it runs its
+   * lane takes no other batch, so the sum over time divided by the path's lanes is how busy the path is.
+   */
+  observeBatchRun(path: BatchPath, seconds: number): void;
+  /** How many lanes a path runs side by side (each runs one batch at a time). */
+  setBatchLanes(path: BatchPath, lanes: number): void;
 }
 
 export type HttpListener = 'public' | 'admin';
@@ -88,6 +101,21 @@ export function createMetrics(options: { processMetrics?: boolean } = {}): Metri
     buckets: BATCH_BUCKETS,
     registers,
   });
+  const batchRunSeconds = new Histogram({
+    name: 'dispersa_batch_run_seconds',
+    help:
+      'Time one batch of a batched path took to run (its statement, commit and answers), per path; ' +
+      'rate of the sum divided by dispersa_batch_lanes is the share of the time the path was busy',
+    labelNames: ['path'] as const,
+    buckets: LATENCY_BUCKETS,
+    registers,
+  });
+  const batchLanes = new Gauge({
+    name: 'dispersa_batch_lanes',
+    help: 'Lanes of a batched path, each running one batch at a time, per path',
+    labelNames: ['path'] as const,
+    registers,
+  });
   const deliveries = new Counter({
     name: 'dispersa_webhook_deliveries_total',
     help: 'Webhook delivery attempts, per result: delivered, retrying (failed, another attempt is scheduled), dead',
@@ -122,6 +150,12 @@ export function createMetrics(options: { processMetrics?: boolean } = {}): Metri
     },
     observeNonceBatch(size) {
       nonceBatches.observe(size);
+    },
+    observeBatchRun(path, seconds) {
+      batchRunSeconds.observe({ path }, seconds);
+    },
+    setBatchLanes(path, lanes) {
+      batchLanes.set({ path }, lanes);
     },
     webhookDelivery(result, seconds) {
       deliveries.inc({ result });

@@ -64,6 +64,7 @@ export function createPaymentPipeline(deps: PipelineDeps): PaymentPipeline {
     // The embedded database runs every statement on the service's one thread, where a longer step only keeps HTTP
     // waiting: there the phases stay batches of their own (9 % fewer payments a second joined).
     joint: db.kind === 'postgres',
+    onRun: (seconds) => metrics.observeBatchRun('payment_step', seconds),
     async run(reserve, book) {
       if (reserve.length > 0) metrics.observePaymentBatch('reserve', reserve.length);
       if (book.length > 0) metrics.observePaymentBatch('book', book.length);
@@ -80,6 +81,7 @@ export function createPaymentPipeline(deps: PipelineDeps): PaymentPipeline {
   const dispatch = createBatcher<Payment, RailOutcome>({
     lanes: deps.lanes,
     maxBatch: deps.maxBatch,
+    onRun: (seconds) => metrics.observeBatchRun('payment_dispatch', seconds),
     async run(payments): Promise<BatchResult<RailOutcome>[]> {
       metrics.observePaymentBatch('dispatch', payments.length);
       const outcomes = await submitToRail(deps.rail, payments, deps.logger);
@@ -91,6 +93,7 @@ export function createPaymentPipeline(deps: PipelineDeps): PaymentPipeline {
   const bookFailures = createBatcher<Submitted, Payment>({
     lanes: deps.lanes,
     maxBatch: deps.maxBatch,
+    onRun: (seconds) => metrics.observeBatchRun('payment_book_failed', seconds),
     async run(submitted): Promise<BatchResult<Payment>[]> {
       metrics.observePaymentBatch('book', submitted.length);
       const booked = await bookBatch(db, clock, submitted);
@@ -98,6 +101,10 @@ export function createPaymentPipeline(deps: PipelineDeps): PaymentPipeline {
       return booked.map(movedTo);
     },
   });
+
+  metrics.setBatchLanes('payment_step', step.lanes);
+  metrics.setBatchLanes('payment_dispatch', dispatch.lanes);
+  metrics.setBatchLanes('payment_book_failed', bookFailures.lanes);
 
   function movedTo(b: Booked): BatchResult<Payment> {
     if (b.moved) countMove(b.payment);

@@ -30,7 +30,9 @@ export function createPaymentService(deps: PipelineDeps): PaymentService {
     db: deps.db,
     maxBatch: deps.maxBatch,
     onBatch: (size) => deps.metrics.observeNonceBatch(size),
+    onRun: (seconds) => deps.metrics.observeBatchRun('payment_read', seconds),
   });
+  deps.metrics.setBatchLanes('payment_read', signedReads.lanes);
   const found = (payment: Payment | null): ReadResult =>
     payment === null ? { kind: 'not_found' } : { kind: 'found', payment };
 

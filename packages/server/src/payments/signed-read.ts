@@ -38,15 +38,19 @@ export function createSignedReads({
   db,
   maxBatch,
   onBatch,
+  onRun,
 }: {
   db: Db;
   maxBatch: number;
   /** Told the size of each batch: a nonce flush (metrics). */
   onBatch?: (size: number) => void;
-}): { read(request: SignedRead): Promise<SignedReadResult> } {
+  /** Told how long each batch ran (metrics). */
+  onRun?: (seconds: number) => void;
+}): { lanes: number; read(request: SignedRead): Promise<SignedReadResult> } {
   const batches = createBatcher<SignedRead, SignedReadResult>({
     lanes: LANES,
     maxBatch,
+    onRun,
     async run(items) {
       onBatch?.(items.length);
       const { rows } = await db.query<{ pos: number | null; verdict: NonceVerdict | null; payment: string | null }>(
@@ -81,5 +85,5 @@ export function createSignedReads({
       );
     },
   });
-  return { read: (request) => batches.add(request, request.keyId) };
+  return { lanes: batches.lanes, read: (request) => batches.add(request, request.keyId) };
 }

@@ -11,6 +11,8 @@ export interface BatcherOptions<I, O> {
   maxBatch: number;
   /** Runs one batch; answers one result per item, in order. A throw fails every item of the batch. */
   run(items: I[]): Promise<BatchResult<O>[]>;
+  /** Told how long each batch ran, whatever its outcome: its lane's busy time (metrics). */
+  onRun?: (seconds: number) => void;
 }
 
 /** One item's result: its value, or the error its own caller receives (the other items are unaffected). */
@@ -28,9 +30,15 @@ interface Lane<I, O> {
 }
 
 export interface Batcher<I, O> {
+  /** Lanes side by side, each running one batch at a time. */
+  readonly lanes: number;
   add(item: I, laneKey: string): Promise<O>;
   /** Resolves once every lane is idle (used when shutting down). */
   drained(): Promise<void>;
+}
+
+export function secondsSince(started: number): number {
+  return (performance.now() - started) / 1000;
 }
 
 /** The lane of a key: the same key always the same lane. */
@@ -51,12 +59,15 @@ export function createBatcher<I, O>(options: BatcherOptions<I, O>): Batcher<I, O
     while (lane.queue.length > 0) {
       const batch = lane.queue.splice(0, options.maxBatch);
       let results: BatchResult<O>[];
+      const started = performance.now();
       try {
         results = await options.run(batch.map((w) => w.item));
         if (results.length !== batch.length) throw new Error(`batch of ${batch.length} answered ${results.length}`);
       } catch (err) {
         for (const w of batch) w.reject(err);
         continue;
+      } finally {
+        options.onRun?.(secondsSince(started));
       }
       batch.forEach((w, i) => {
         const r = results[i]!;
@@ -69,6 +80,7 @@ export function createBatcher<I, O>(options: BatcherOptions<I, O>): Batcher<I, O
   }
 
   return {
+    lanes: lanes.length,
     add(item, laneKey) {
       return new Promise<O>((resolve, reject) => {
         const lane = laneOf(laneKey);

@@ -1,4 +1,4 @@
-import { type BatchResult, createBatcher, laneIndex } from './batcher.ts';
+import { type BatchResult, createBatcher, laneIndex, secondsSince } from './batcher.ts';
 
 /**
  * A batcher with two kinds of item that share one round trip: a lane runs one batch at a time, made of whatever of
@@ -20,9 +20,13 @@ export interface PairBatcherOptions<A, RA, B, RB> {
    * throw fails every item of the batch, of both kinds.
    */
   run(a: A[], b: B[]): Promise<{ a: BatchResult<RA>[]; b: BatchResult<RB>[] }>;
+  /** Told how long each batch ran, whatever its outcome (as createBatcher's). */
+  onRun?: (seconds: number) => void;
 }
 
 export interface PairBatcher<A, RA, B, RB> {
+  /** Lanes side by side, each running one batch at a time: twice `lanes` when each kind has batches of its own. */
+  readonly lanes: number;
   addA(item: A, laneKey: string): Promise<RA>;
   addB(item: B, laneKey: string): Promise<RB>;
   /** Resolves once every lane is idle (used when shutting down). */
@@ -46,10 +50,11 @@ export function createPairBatcher<A, RA, B, RB>(options: PairBatcherOptions<A, R
 }
 
 function separateBatchers<A, RA, B, RB>(options: PairBatcherOptions<A, RA, B, RB>): PairBatcher<A, RA, B, RB> {
-  const { lanes, maxBatch } = options;
-  const a = createBatcher<A, RA>({ lanes, maxBatch, run: async (items) => (await options.run(items, [])).a });
-  const b = createBatcher<B, RB>({ lanes, maxBatch, run: async (items) => (await options.run([], items)).b });
+  const { lanes, maxBatch, onRun } = options;
+  const a = createBatcher<A, RA>({ lanes, maxBatch, onRun, run: async (items) => (await options.run(items, [])).a });
+  const b = createBatcher<B, RB>({ lanes, maxBatch, onRun, run: async (items) => (await options.run([], items)).b });
   return {
+    lanes: a.lanes + b.lanes,
     addA: a.add,
     addB: b.add,
     async drained() {
@@ -72,6 +77,7 @@ function jointBatcher<A, RA, B, RB>(options: PairBatcherOptions<A, RA, B, RB>): 
       const a = lane.a.splice(0, options.maxBatch);
       const b = lane.b.splice(0, options.maxBatch);
       let results: { a: BatchResult<RA>[]; b: BatchResult<RB>[] };
+      const started = performance.now();
       try {
         results = await options.run(
           a.map((w) => w.item),
@@ -84,6 +90,8 @@ function jointBatcher<A, RA, B, RB>(options: PairBatcherOptions<A, RA, B, RB>): 
         for (const w of a) w.reject(err);
         for (const w of b) w.reject(err);
         continue;
+      } finally {
+        options.onRun?.(secondsSince(started));
       }
       settle(a, results.a);
       settle(b, results.b);
@@ -106,6 +114,7 @@ function jointBatcher<A, RA, B, RB>(options: PairBatcherOptions<A, RA, B, RB>): 
   }
 
   return {
+    lanes: lanes.length,
     addA: (item, laneKey) => enqueue(laneKey, (l) => l.a, item),
     addB: (item, laneKey) => enqueue(laneKey, (l) => l.b, item),
     drained() {

@@ -147,6 +147,38 @@ describe('GET /metrics', () => {
     expect(phaseSeconds).toBeLessThan(elapsedSeconds);
   });
 
+  it('a payment and a read of it time each batch of their paths, and every batched path states its lanes', async () => {
+    const before = await scrape(server.adminUrl);
+    const started = performance.now();
+    const res = await pay(client, '150000', PM, newKey());
+    expect(res.body.payload.state).toBe('completed');
+    const read = await client.api.get(`/v2/payments/${res.body.payload.intentId}`);
+    expect(read.status).toBe(200);
+    const elapsedSeconds = (performance.now() - started) / 1000;
+    const after = await scrape(server.adminUrl);
+    const runs = (path: string, name = 'dispersa_batch_run_seconds_count') =>
+      (after.value(name, { path }) ?? 0) - (before.value(name, { path }) ?? 0);
+    // Its reserve and its booking are a step each; the rail took it once; the read was one batch; nothing failed.
+    expect(runs('payment_step')).toBe(2);
+    expect(runs('payment_dispatch')).toBe(1);
+    expect(runs('payment_read')).toBe(1);
+    expect(runs('payment_book_failed')).toBe(0);
+    let busySeconds = 0;
+    for (const path of ['payment_step', 'payment_dispatch', 'payment_read']) {
+      const spent = runs(path, 'dispersa_batch_run_seconds_sum');
+      expect(spent, path).toBeGreaterThan(0);
+      busySeconds += spent;
+    }
+    // Seconds, one lane at a time: the batches ran one after another inside the two calls.
+    expect(busySeconds).toBeLessThan(elapsedSeconds);
+    // On PostgreSQL a step carries reserves and bookings together; embedded, each kind has a lane of its own.
+    expect(after.value('dispersa_batch_lanes', { path: 'payment_step' })).toBe(usingPostgres() ? 1 : 2);
+    expect(after.value('dispersa_batch_lanes', { path: 'payment_dispatch' })).toBe(1);
+    expect(after.value('dispersa_batch_lanes', { path: 'payment_book_failed' })).toBe(1);
+    expect(after.value('dispersa_batch_lanes', { path: 'payment_read' })).toBe(1);
+    expect(after.value('dispersa_batch_lanes', { path: 'nonce' })).toBe(2);
+  });
+
   it('a payment refused by a rule is timed in the reserve phase only', async () => {
     const before = await scrape(server.adminUrl);
     const res = await pay(client, '100000000001', PM, newKey());

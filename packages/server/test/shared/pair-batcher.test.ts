@@ -4,11 +4,13 @@ import { createPairBatcher } from '../../src/shared/pair-batcher.ts';
 /** A pair batcher whose runs wait for the test to let each one finish. */
 function gated(options: { joint?: boolean; fail?: (a: string[], b: number[]) => boolean } = {}) {
   const runs: { a: string[]; b: number[] }[] = [];
+  const ran: number[] = [];
   const release: (() => void)[] = [];
   const batcher = createPairBatcher<string, string, number, number>({
     lanes: 1,
     maxBatch: 3,
     joint: options.joint ?? true,
+    onRun: (seconds) => ran.push(seconds),
     async run(a, b) {
       runs.push({ a, b });
       await new Promise<void>((resolve) => release.push(resolve));
@@ -20,7 +22,7 @@ function gated(options: { joint?: boolean; fail?: (a: string[], b: number[]) => 
     while (release.length === 0) await new Promise((r) => setImmediate(r));
     release.shift()!();
   };
-  return { batcher, runs, next };
+  return { batcher, runs, ran, next };
 }
 
 describe('a pair batcher', () => {
@@ -45,7 +47,7 @@ describe('a pair batcher', () => {
   });
 
   it('fails every item of both kinds when a batch throws, and goes on with the next', async () => {
-    const { batcher, next } = gated({ fail: (a) => a.includes('bad') });
+    const { batcher, ran, next } = gated({ fail: (a) => a.includes('bad') });
     const bad = batcher.addA('bad', 'k');
     const b = batcher.addB(7, 'k');
     const after = new Promise((r) => setImmediate(r)).then(() => batcher.addA('good', 'k'));
@@ -54,6 +56,10 @@ describe('a pair batcher', () => {
     await expect(b).rejects.toThrow('the batch failed');
     await next();
     expect(await after).toBe('GOOD');
+    // Each batch, the failed one too, told how long it ran.
+    expect(ran).toHaveLength(2);
+    for (const seconds of ran) expect(seconds).toBeGreaterThanOrEqual(0);
+    expect(batcher.lanes).toBe(1);
   });
 
   it('with joint off, runs each kind in batches of its own, neither waiting for the other', async () => {
@@ -70,5 +76,7 @@ describe('a pair batcher', () => {
     await next();
     expect([await a, await a2, await b]).toEqual(['A', 'B', 2]);
     await batcher.drained();
+    // A lane for each kind.
+    expect(batcher.lanes).toBe(2);
   });
 });
