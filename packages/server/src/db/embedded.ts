@@ -1,5 +1,6 @@
 import { PGlite, types } from '@electric-sql/pglite';
 import type { Db, Queryable, QueryResult } from './db.ts';
+import { createDatabaseApart, holdsDatabase } from './embedded-create.ts';
 import { createPreparedRunner } from './embedded-prepared.ts';
 
 /**
@@ -16,6 +17,7 @@ export async function createEmbeddedDb(dir: string | null, options: { loadDataDi
     [types.NUMERIC]: (v: string) => v,
   };
   const opts = { parsers, ...(options.loadDataDir ? { loadDataDir: options.loadDataDir } : {}) };
+  if (dir !== null && options.loadDataDir === undefined && !holdsDatabase(dir)) await createDatabaseApart(dir);
   const pglite = dir === null ? new PGlite(opts) : new PGlite(dir, opts);
   await pglite.waitReady;
   // A WAL segment the engine starts is otherwise first filled with 16 MB of zeros, in the thread that serves
