@@ -2,7 +2,7 @@ import type { FastifyInstance } from 'fastify';
 import { parsePublicKeyPem } from '../auth/public-key.ts';
 import { createClient, getClient, listClients } from '../clients/service.ts';
 import type { AppContext } from '../context.ts';
-import { sendPayload } from '../http/envelope.ts';
+import { enveloped } from '../http/envelope.ts';
 import { httpError } from '../http/errors.ts';
 import { pageLimit } from '../http/pagination.ts';
 import { effectiveLimits, limitsConfigured, limitToPublic, parseLimits, setKeyLimits } from '../limits/service.ts';
@@ -19,7 +19,7 @@ export function registerClientAdminRoutes(app: FastifyInstance, ctx: AppContext)
     const result = await createClient(ctx.db, { name: body['name'], currency: body['currency'] });
     if (!result.ok) throw httpError(400, result.error);
     const c = result.client;
-    return sendPayload(
+    return enveloped(
       request,
       reply,
       { clientId: c.clientId, name: c.name, currency: c.currency, createdAt: isoTime(c.createdAt) },
@@ -44,7 +44,7 @@ export function registerClientAdminRoutes(app: FastifyInstance, ctx: AppContext)
         balance: balance === null ? null : { currency: c.currency, availableMinor: balance.toString() },
       });
     }
-    return sendPayload(request, reply, {
+    return enveloped(request, reply, {
       data,
       hasMore: page.hasMore,
       nextCursor: page.items.at(-1)?.clientId ?? null,
@@ -69,7 +69,7 @@ export function registerClientAdminRoutes(app: FastifyInstance, ctx: AppContext)
         createdAt: isoTime(k.createdAt),
       });
     }
-    return sendPayload(request, reply, {
+    return enveloped(request, reply, {
       clientId: client.clientId,
       name: client.name,
       currency: client.currency,
@@ -89,7 +89,7 @@ export function registerClientAdminRoutes(app: FastifyInstance, ctx: AppContext)
       environment: ctx.config.env,
       publicKey: parsed.key,
     });
-    return sendPayload(
+    return enveloped(
       request,
       reply,
       {
@@ -107,7 +107,7 @@ export function registerClientAdminRoutes(app: FastifyInstance, ctx: AppContext)
   app.post<{ Params: KeyParams }>('/admin/v1/keys/:keyId/deactivate', async (request, reply) => {
     const found = await ctx.keys.deactivate(request.params.keyId);
     if (!found) throw httpError(404, 'key not found');
-    return sendPayload(request, reply, { keyId: request.params.keyId, active: false });
+    return enveloped(request, reply, { keyId: request.params.keyId, active: false });
   });
 
   app.put<{ Params: KeyParams }>('/admin/v1/keys/:keyId/limits', async (request, reply) => {
@@ -117,7 +117,7 @@ export function registerClientAdminRoutes(app: FastifyInstance, ctx: AppContext)
     if (key === null) throw httpError(404, 'key not found');
     await ctx.db.tx((q) => setKeyLimits(q, key.keyId, parsed.limits));
     const limits = await effectiveLimits(ctx.db, key.keyId, ctx.config.serviceLimits);
-    return sendPayload(request, reply, {
+    return enveloped(request, reply, {
       keyId: key.keyId,
       limits: limits.map(limitToPublic),
       limitsConfigured: limitsConfigured(limits, ctx.config.rails),

@@ -1,6 +1,6 @@
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import type { FastifyInstance } from 'fastify';
-import { sendPayload } from '../http/envelope.ts';
+import { enveloped } from '../http/envelope.ts';
 import { httpError } from '../http/errors.ts';
 import { envelopeOf, errorResponses, signedHeaders } from '../http/schema-helpers.ts';
 import { beneficiaryHttpError } from './errors.ts';
@@ -46,7 +46,7 @@ export function registerBeneficiaryRoutes(fastify: FastifyInstance, service: Ben
       const checked = checkNewBeneficiary(request.body);
       if (!checked.ok) throw httpError(400, checked.message);
       const payload = payloadOf(await service.create(request.auth!.clientId, checked.value));
-      return sendPayload(request, reply, payload, { code: 201 });
+      return enveloped(request, reply, payload, { code: 201 });
     },
   );
 
@@ -68,7 +68,7 @@ export function registerBeneficiaryRoutes(fastify: FastifyInstance, service: Ben
       const page = parsePageRequest(request.query);
       if (!page.ok) throw httpError(400, page.message);
       const result = await service.list(request.auth!.clientId, page);
-      return sendPayload(request, reply, { ...result, data: result.data.map(toPublicBeneficiary) });
+      return enveloped(request, reply, { ...result, data: result.data.map(toPublicBeneficiary) });
     },
   );
 
@@ -86,7 +86,7 @@ export function registerBeneficiaryRoutes(fastify: FastifyInstance, service: Ben
       },
     },
     async (request, reply) =>
-      sendPayload(request, reply, payloadOf(await service.get(request.auth!.clientId, request.params.id))),
+      enveloped(request, reply, payloadOf(await service.get(request.auth!.clientId, request.params.id))),
   );
 
   app.patch(
@@ -105,7 +105,7 @@ export function registerBeneficiaryRoutes(fastify: FastifyInstance, service: Ben
     },
     async (request, reply) => {
       const result = await service.rename(request.auth!.clientId, request.params.id, request.body.alias);
-      return sendPayload(request, reply, payloadOf(result));
+      return enveloped(request, reply, payloadOf(result));
     },
   );
 
@@ -125,6 +125,6 @@ export function registerBeneficiaryRoutes(fastify: FastifyInstance, service: Ben
       },
     },
     async (request, reply) =>
-      sendPayload(request, reply, payloadOf(await service.archive(request.auth!.clientId, request.params.id))),
+      enveloped(request, reply, payloadOf(await service.archive(request.auth!.clientId, request.params.id))),
   );
 }

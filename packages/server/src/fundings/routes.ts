@@ -1,5 +1,5 @@
 import type { FastifyInstance } from 'fastify';
-import { sendPayload } from '../http/envelope.ts';
+import { enveloped } from '../http/envelope.ts';
 import { httpError } from '../http/errors.ts';
 import { isoTime } from '../shared/money.ts';
 import { createFunding, type FundingDeps } from './service.ts';
@@ -20,7 +20,7 @@ export function registerFundingAdminRoutes(app: FastifyInstance, deps: FundingDe
         throw httpError(409, 'a funding with this reference exists already');
       case 'created': {
         const f = result.funding;
-        return sendPayload(
+        return enveloped(
           request,
           reply,
           {

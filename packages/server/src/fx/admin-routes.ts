@@ -1,7 +1,7 @@
 import type { FastifyInstance } from 'fastify';
 import { getClient } from '../clients/service.ts';
 import type { Queryable } from '../db/db.ts';
-import { sendPayload } from '../http/envelope.ts';
+import { enveloped } from '../http/envelope.ts';
 import { httpError } from '../http/errors.ts';
 import { registerQuoteListingRoute } from './quote-listing.ts';
 import { listRatePublications } from './rate-history.ts';
@@ -75,7 +75,7 @@ export function registerFxAdminRoutes(app: FastifyInstance, deps: FxAdminRouteDe
     if (!parsed.ok) throw httpError(400, parsed.message);
     const result = await rates.publish(parsed.input);
     if (result.kind !== 'published') throw httpError(PUBLISH_RATE_STATUS[result.kind], result.message);
-    return sendPayload(request, reply, toPublicRate(result.rate), { code: PUBLISH_RATE_STATUS.published });
+    return enveloped(request, reply, toPublicRate(result.rate), { code: PUBLISH_RATE_STATUS.published });
   });
 
   registerQuoteListingRoute(app, { db });
@@ -99,6 +99,6 @@ export function registerFxAdminRoutes(app: FastifyInstance, deps: FxAdminRouteDe
     });
     if (result.kind === 'bad_cursor') throw httpError(400, result.message);
     const { data, hasMore, nextCursor } = result;
-    return sendPayload(request, reply, { data, hasMore, nextCursor });
+    return enveloped(request, reply, { data, hasMore, nextCursor });
   });
 }

@@ -1,6 +1,6 @@
 import { Type } from '@sinclair/typebox';
 import type { FastifyInstance, FastifyRequest } from 'fastify';
-import { sendPayload } from '../http/envelope.ts';
+import { enveloped } from '../http/envelope.ts';
 import { httpError } from '../http/errors.ts';
 import {
   envelopeOf,
@@ -94,7 +94,7 @@ export function registerFxPublicRoutes(app: FastifyInstance, deps: FxPublicRoute
     async (request, reply) => {
       const result = await rates.forClient(clientOf(request));
       if (result.kind !== 'ok') throw httpError(RATE_FOR_CLIENT_STATUS[result.kind], result.message);
-      return sendPayload(request, reply, toPublicRate(result.rate), { word: 'ok' });
+      return enveloped(request, reply, toPublicRate(result.rate), { word: 'ok' });
     },
   );
 
@@ -123,7 +123,7 @@ export function registerFxPublicRoutes(app: FastifyInstance, deps: FxPublicRoute
       const result = await quotes.create(clientOf(request), request.headers['idempotency-key'], request.body);
       const code = CREATE_QUOTE_STATUS[result.kind];
       if (result.kind === 'created' || result.kind === 'replayed') {
-        return sendPayload(request, reply, toPublicQuote(result.quote), { code, word: 'ok' });
+        return enveloped(request, reply, toPublicQuote(result.quote), { code, word: 'ok' });
       }
       throw httpError(code, result.message);
     },

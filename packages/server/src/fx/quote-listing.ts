@@ -1,7 +1,7 @@
 import type { FastifyInstance } from 'fastify';
 import { getClient } from '../clients/service.ts';
 import type { Queryable } from '../db/db.ts';
-import { sendPayload } from '../http/envelope.ts';
+import { enveloped } from '../http/envelope.ts';
 import { httpError } from '../http/errors.ts';
 import { pageLimit } from '../http/pagination.ts';
 import { isoTime } from '../shared/money.ts';
@@ -21,7 +21,7 @@ export function registerQuoteListingRoute(app: FastifyInstance, deps: { db: Quer
         ORDER BY created_at DESC, quote_id DESC LIMIT $2`,
       [clientId, limit],
     );
-    return sendPayload(request, reply, {
+    return enveloped(request, reply, {
       data: rows.map(quoteFromRow).map((q) => ({
         quoteId: q.quoteId,
         clientId: q.clientId,

@@ -11,11 +11,11 @@ export interface Envelope<P> {
 }
 
 /**
- * Sets the status code and answers the envelope, for the async handler to return: Fastify then sends it, through
- * the route's response schema. Returning the reply after sending it instead would hand Fastify a thenable, whose
- * then() waits for the response to finish (a stream listener and a promise for every request).
+ * Sets the status code and answers the envelope. It sends nothing: the async handler returns it, and Fastify sends
+ * it through the route's response schema. Returning the reply after sending it instead would hand Fastify a
+ * thenable, whose then() waits for the response to finish (a stream listener and a promise for every request).
  */
-export function sendPayload<P>(
+export function enveloped<P>(
   request: FastifyRequest,
   reply: FastifyReply,
   payload: P,

@@ -1,7 +1,7 @@
 import { Type } from '@sinclair/typebox';
 import type { FastifyInstance } from 'fastify';
 import type { AppContext } from '../context.ts';
-import { sendPayload } from '../http/envelope.ts';
+import { enveloped } from '../http/envelope.ts';
 import { envelopeOf, errorResponses, signedHeaders } from '../http/schema-helpers.ts';
 import { effectiveLimits, limitsConfigured, limitToPublic } from '../limits/service.ts';
 
@@ -51,7 +51,7 @@ export function registerIdentityRoutes(
     async (request, reply) => {
       const auth = request.auth!;
       const limits = await effectiveLimits(ctx.db, auth.keyId, ctx.config.serviceLimits);
-      return sendPayload(request, reply, {
+      return enveloped(request, reply, {
         keyType: 'secret',
         environment: auth.environment,
         publicKeyFingerprint: auth.fingerprint,

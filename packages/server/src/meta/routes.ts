@@ -1,7 +1,7 @@
 import { Type } from '@sinclair/typebox';
 import type { FastifyInstance } from 'fastify';
 import type { AppContext } from '../context.ts';
-import { sendPayload } from '../http/envelope.ts';
+import { enveloped } from '../http/envelope.ts';
 import { envelopeOf } from '../http/schema-helpers.ts';
 
 const Version = Type.Object({
@@ -35,7 +35,7 @@ export function registerMetaRoutes(app: FastifyInstance, ctx: AppContext & { rai
       },
     },
     async (request, reply) =>
-      sendPayload(request, reply, {
+      enveloped(request, reply, {
         version: ctx.version,
         apiVersion: 'v2',
         environment: ctx.config.env,

@@ -1,6 +1,6 @@
 import type { FastifyInstance } from 'fastify';
 import type { Db } from '../db/db.ts';
-import { sendPayload } from '../http/envelope.ts';
+import { enveloped } from '../http/envelope.ts';
 import { httpError } from '../http/errors.ts';
 import { pageCursor, pageLimit, pageOfItems } from '../http/pagination.ts';
 import type { Clock } from '../shared/clock.ts';
@@ -29,7 +29,7 @@ export function registerPaymentAdminRoutes(
       beforeSeq: pageCursor(request.query.cursor, seqOfPaymentId),
       limit: pageLimit(request.query.limit),
     });
-    return sendPayload(
+    return enveloped(
       request,
       reply,
       pageOfItems(
@@ -52,7 +52,7 @@ export function registerPaymentAdminRoutes(
       case 'not_unknown':
         throw httpError(409, `only a payment in state unknown can be resolved (this one is ${result.state})`);
       case 'resolved':
-        return sendPayload(request, reply, { ...toPublicPayment(result.payment), clientId: result.payment.clientId });
+        return enveloped(request, reply, { ...toPublicPayment(result.payment), clientId: result.payment.clientId });
     }
   });
 }

@@ -2,7 +2,7 @@ import { Type } from '@sinclair/typebox';
 import type { FastifyInstance } from 'fastify';
 import { NONCE_FAILURE } from '../auth/deferred-nonce.ts';
 import { noRateMessage } from '../fx/rates.ts';
-import { sendPayload } from '../http/envelope.ts';
+import { enveloped } from '../http/envelope.ts';
 import { httpError } from '../http/errors.ts';
 import { pageCursor, pageLimit, pageOfItems } from '../http/pagination.ts';
 import { envelopeOf, errorResponses, PageQuery, pageOf, signedHeaders } from '../http/schema-helpers.ts';
@@ -42,9 +42,9 @@ export function registerPaymentRoutes(app: FastifyInstance, payments: PaymentSer
       const result = await payments.create(request.auth!, key, request.body as Record<string, unknown>);
       switch (result.kind) {
         case 'created':
-          return sendPayload(request, reply, toPublicPayment(result.payment), { code: 201 });
+          return enveloped(request, reply, toPublicPayment(result.payment), { code: 201 });
         case 'replayed':
-          return sendPayload(request, reply, toPublicPayment(result.payment));
+          return enveloped(request, reply, toPublicPayment(result.payment));
         case 'rejected':
           throw httpError(422, VIOLATION_MESSAGE[result.violation]);
         case 'refused':
@@ -70,7 +70,7 @@ export function registerPaymentRoutes(app: FastifyInstance, payments: PaymentSer
       const read = await payments.get(request.auth!, request.params.id);
       switch (read.kind) {
         case 'found':
-          return sendPayload(request, reply, toPublicPayment(read.payment));
+          return enveloped(request, reply, toPublicPayment(read.payment));
         case 'not_found':
           throw httpError(404, 'payment not found');
         case 'refused':
@@ -110,7 +110,7 @@ export function registerPaymentRoutes(app: FastifyInstance, payments: PaymentSer
         beforeSeq,
         limit,
       });
-      return sendPayload(
+      return enveloped(
         request,
         reply,
         pageOfItems(page.items, page.hasMore, toPublicPayment, (p) => p.id),
@@ -132,7 +132,7 @@ export function registerPaymentRoutes(app: FastifyInstance, payments: PaymentSer
     async (request, reply) => {
       const auth = request.auth!;
       const available = await payments.available(auth.clientId, auth.clientCurrency);
-      return sendPayload(request, reply, { currency: auth.clientCurrency, availableMinor: available.toString() });
+      return enveloped(request, reply, { currency: auth.clientCurrency, availableMinor: available.toString() });
     },
   );
 }

@@ -1,6 +1,6 @@
 import type { FastifyInstance } from 'fastify';
 import type { Db, Queryable } from '../db/db.ts';
-import { sendPayload } from '../http/envelope.ts';
+import { enveloped } from '../http/envelope.ts';
 import { httpError } from '../http/errors.ts';
 import { pageCursor, pageLimit, pageOfItems } from '../http/pagination.ts';
 import { findPayment, type Payment } from '../payments/repository.ts';
@@ -80,7 +80,7 @@ export function registerReconciliationAdminRoutes(app: FastifyInstance, deps: { 
       limit: pageLimit(request.query.limit),
     });
     const data = await views(deps.db, page.items);
-    return sendPayload(
+    return enveloped(
       request,
       reply,
       pageOfItems(
@@ -96,7 +96,7 @@ export function registerReconciliationAdminRoutes(app: FastifyInstance, deps: { 
     const found = await findException(deps.db, request.params.id);
     if (found === null) throw httpError(404, 'exception not found');
     const [view] = await views(deps.db, [found]);
-    return sendPayload(request, reply, view);
+    return enveloped(request, reply, view);
   });
 
   app.post<{ Params: { id: string } }>('/admin/v1/reconciliation/exceptions/:id/resolve', async (request, reply) => {
@@ -114,7 +114,7 @@ export function registerReconciliationAdminRoutes(app: FastifyInstance, deps: { 
         throw httpError(409, 'exception already resolved');
       case 'resolved': {
         const [view] = await views(deps.db, [result.exception]);
-        return sendPayload(request, reply, view);
+        return enveloped(request, reply, view);
       }
     }
   });
@@ -139,7 +139,7 @@ export function registerReconciliationAdminRoutes(app: FastifyInstance, deps: { 
       "SELECT kind, count(*)::text AS n FROM recon_exceptions WHERE status = 'open' GROUP BY kind ORDER BY kind",
     );
     const text = (v: string | null) => (v === null ? null : minorFromDb(v).toString());
-    return sendPayload(request, reply, {
+    return enveloped(request, reply, {
       sources: sources.rows.map((s) => ({
         name: s.name,
         cursor: s.cursor,

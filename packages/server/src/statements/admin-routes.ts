@@ -1,6 +1,6 @@
 import type { FastifyInstance } from 'fastify';
 import type { Db } from '../db/db.ts';
-import { sendPayload } from '../http/envelope.ts';
+import { enveloped } from '../http/envelope.ts';
 import { httpError } from '../http/errors.ts';
 import type { Payment } from '../payments/repository.ts';
 import type { Clock } from '../shared/clock.ts';
@@ -16,7 +16,7 @@ export function registerStatementImportRoutes(
     const result = await importStatement(deps, { format: body['format'], content: body['content'] });
     if (result.kind === 'invalid') throw httpError(400, result.message);
     const s = result.summary;
-    return sendPayload(
+    return enveloped(
       request,
       reply,
       {

@@ -1,7 +1,7 @@
 import type { FastifyInstance } from 'fastify';
 import { getClient } from '../clients/service.ts';
 import type { Queryable } from '../db/db.ts';
-import { sendPayload } from '../http/envelope.ts';
+import { enveloped } from '../http/envelope.ts';
 import { httpError } from '../http/errors.ts';
 import { pageLimit } from '../http/pagination.ts';
 import { isoTime } from '../shared/money.ts';
@@ -42,7 +42,7 @@ export function registerWebhookAdminRoutes(app: FastifyInstance, deps: WebhookAd
       cursor,
     });
     if (!result.ok) throw httpError(400, 'cursor is not a cursor of this list');
-    return sendPayload(request, reply, {
+    return enveloped(request, reply, {
       data: result.items.map((a) => ({
         id: a.id,
         eventId: a.eventId,
@@ -62,13 +62,13 @@ export function registerWebhookAdminRoutes(app: FastifyInstance, deps: WebhookAd
   app.post<{ Params: { eventId: string } }>('/admin/v1/webhooks/events/:eventId/redeliver', async (request, reply) => {
     const result = await deps.deliveries.redeliver(request.params.eventId);
     if (!result.ok) throw httpError(...REDELIVER_ERRORS[result.error]);
-    return sendPayload(request, reply, { eventId: request.params.eventId, deliveryStatus: 'pending' });
+    return enveloped(request, reply, { eventId: request.params.eventId, deliveryStatus: 'pending' });
   });
 
   app.get<{ Params: { eventId: string } }>('/admin/v1/webhooks/events/:eventId', async (request, reply) => {
     const e = await deps.deliveries.event(request.params.eventId);
     if (e === null) throw httpError(404, 'event not found');
-    return sendPayload(request, reply, {
+    return enveloped(request, reply, {
       ...e,
       nextAttemptAt: e.nextAttemptAt === null ? null : isoTime(e.nextAttemptAt),
       createdAt: isoTime(e.createdAt),
@@ -89,7 +89,7 @@ export function registerWebhookAdminRoutes(app: FastifyInstance, deps: WebhookAd
       if (result.error === 'not_found') throw httpError(404, 'event not found');
       throw httpError(409, 'the event is still pending: it is already on its way');
     }
-    return sendPayload(request, reply, {
+    return enveloped(request, reply, {
       eventId: request.params.eventId,
       previousStatus: result.fromStatus,
       deliveryStatus: 'pending',
@@ -98,7 +98,7 @@ export function registerWebhookAdminRoutes(app: FastifyInstance, deps: WebhookAd
 
   app.get('/admin/v1/webhooks/keys', async (request, reply) => {
     const keys = await deps.keys.list();
-    return sendPayload(request, reply, {
+    return enveloped(request, reply, {
       keys: keys.map((k) => ({
         kid: k.kid,
         status: k.status,
@@ -112,20 +112,20 @@ export function registerWebhookAdminRoutes(app: FastifyInstance, deps: WebhookAd
 
   app.post('/admin/v1/webhooks/keys/rotate', async (request, reply) => {
     const { kid, previousKid } = await deps.keys.rotate();
-    return sendPayload(request, reply, { kid, previousKid });
+    return enveloped(request, reply, { kid, previousKid });
   });
 
   app.post<{ Params: { kid: string } }>('/admin/v1/webhooks/keys/:kid/retire', async (request, reply) => {
     const result = await deps.keys.retire(request.params.kid);
     if (!result.ok) throw httpError(...RETIRE_ERRORS[result.error]);
-    return sendPayload(request, reply, { kid: request.params.kid, status: 'retired' });
+    return enveloped(request, reply, { kid: request.params.kid, status: 'retired' });
   });
 
   app.get<{ Params: { clientId: string } }>('/admin/v1/webhooks/clients/:clientId', async (request, reply) => {
     const client = await getClient(deps.db, request.params.clientId);
     if (client === null) throw httpError(404, 'client not found');
     const state = await deps.changes.state(client.clientId);
-    return sendPayload(request, reply, {
+    return enveloped(request, reply, {
       clientId: client.clientId,
       webhookUrl: state.webhookUrl,
       pendingChange: state.pendingChange,

@@ -1,6 +1,6 @@
 import { type TSchema, Type } from '@sinclair/typebox';
 import type { FastifyInstance } from 'fastify';
-import { sendPayload } from '../http/envelope.ts';
+import { enveloped } from '../http/envelope.ts';
 import { httpError } from '../http/errors.ts';
 import { envelopeOf, errorResponses, signedHeaders, Timestamp } from '../http/schema-helpers.ts';
 import type { Jwks } from './jws.ts';
@@ -74,7 +74,7 @@ export function registerWebhookPublicRoutes(app: FastifyInstance, deps: WebhookP
     },
     async (request, reply) => {
       const state = await deps.changes.state(request.auth!.clientId);
-      return sendPayload(request, reply, { ...state, changed: false });
+      return enveloped(request, reply, { ...state, changed: false });
     },
   );
 
@@ -100,7 +100,7 @@ export function registerWebhookPublicRoutes(app: FastifyInstance, deps: WebhookP
     async (request, reply) => {
       const result = await deps.changes.requestChange(request.auth!.clientId, request.body.webhookUrl);
       if (!result.ok) throw httpError(STATUS_OF[result.error], result.message);
-      return sendPayload(request, reply, {
+      return enveloped(request, reply, {
         webhookUrl: result.state.webhookUrl,
         changed: result.changed,
         pendingChange: result.state.pendingChange,
@@ -119,7 +119,7 @@ export function registerWebhookPublicRoutes(app: FastifyInstance, deps: WebhookP
         response: { 200: envelopeOf(TestResult), ...errorResponses() },
       },
     },
-    async (request, reply) => sendPayload(request, reply, await deps.sendTest(request.auth!.clientId)),
+    async (request, reply) => enveloped(request, reply, await deps.sendTest(request.auth!.clientId)),
   );
 
   // Public: JOSE libraries fetch the set directly, so no signature is required and signed headers, when

@@ -1,6 +1,6 @@
 import type { FastifyInstance } from 'fastify';
 import type { Db } from '../../db/db.ts';
-import { sendPayload } from '../../http/envelope.ts';
+import { enveloped } from '../../http/envelope.ts';
 import { httpError } from '../../http/errors.ts';
 import { isoTime, MAX_FUNDING_MINOR, parsePositiveMinor } from '../../shared/money.ts';
 import type { SandboxBank } from './bank.ts';
@@ -57,18 +57,18 @@ export function registerSandboxBankAdminRoutes(app: FastifyInstance, deps: { ban
       if (result.error === 'unknown_line') throw httpError(404, 'duplicateOf names no bank line');
       throw httpError(400, `invalid line (${result.error})`);
     }
-    return sendPayload(request, reply, lineView(result.line), { code: 201 });
+    return enveloped(request, reply, lineView(result.line), { code: 201 });
   });
 
   app.post('/admin/v1/sandbox/bank/suppress-debit', async (request, reply) => {
     const paymentId = (request.body as Record<string, unknown>)['paymentId'];
     if (typeof paymentId !== 'string' || paymentId === '') throw httpError(400, 'paymentId is required');
     const result = await deps.bank.suppressDebit(paymentId);
-    return sendPayload(request, reply, result);
+    return enveloped(request, reply, result);
   });
 
   app.get('/admin/v1/sandbox/bank/lines', async (request, reply) => {
     const lines = await deps.bank.listLines();
-    return sendPayload(request, reply, { data: lines.map(lineView) });
+    return enveloped(request, reply, { data: lines.map(lineView) });
   });
 }
