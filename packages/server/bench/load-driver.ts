@@ -3,6 +3,7 @@ import { Worker } from 'node:worker_threads';
 import type { DriverMessage } from './load.ts';
 import type { LoadJob, LoadResult } from './load-job.ts';
 import { requestOf } from './load-job.ts';
+import { coreShare, schedOf } from './server-process.ts';
 import type { SignWork } from './sign-worker.ts';
 import { privateKeyOf, signatureOf } from './signing.ts';
 
@@ -145,6 +146,7 @@ async function run(job: LoadJob): Promise<LoadResult> {
   const url = new URL(job.baseUrl);
   process.send!({ kind: 'started' } satisfies DriverMessage);
   const cpuBefore = process.cpuUsage();
+  const schedBefore = schedOf('self');
   const result = await autocannon({
     url: `${url.origin}/`,
     connections: job.connections,
@@ -154,6 +156,7 @@ async function run(job: LoadJob): Promise<LoadResult> {
     requests: [request],
   });
   const cpu = process.cpuUsage(cpuBefore);
+  const schedAfter = schedOf('self');
 
   return {
     scenario: job.scenario,
@@ -178,6 +181,7 @@ async function run(job: LoadJob): Promise<LoadResult> {
     presignMs: Math.round(presignMs),
     laneSteals,
     driverCpuPercent: result.duration > 0 ? Math.round((cpu.user + cpu.system) / 10_000 / result.duration) : 0,
+    driverCores: coreShare(schedBefore, schedAfter, result.duration),
   };
 }
 

@@ -1,4 +1,5 @@
 import { completedPaymentBody } from './seed.ts';
+import type { CoreShare } from './server-process.ts';
 import type { SignInput } from './signing.ts';
 
 /**
@@ -58,6 +59,8 @@ export interface LoadResult {
   presignMs: number;
   /** CPU the load generator itself used during the timed run, in % of one core. */
   driverCpuPercent: number;
+  /** Its main thread's share of the timed run on a core and waiting for one; null without /proc. */
+  driverCores: CoreShare | null;
   /** Times no lane was free and a busy one was reused (a nonce race; should stay 0). */
   laneSteals: number;
 }

@@ -7,7 +7,17 @@ import { createBenchDatabase } from './database.ts';
 import { runLoad } from './load.ts';
 import type { Lane, LoadResult, Scenario } from './load-job.ts';
 import { type BenchKey, completedPaymentBody, seedClients } from './seed.ts';
-import { cpuSecondsByPid, cpuSecondsSpent, type ServerProcess, startServerProcess } from './server-process.ts';
+import {
+  type CoreShare,
+  coreShare,
+  cpuSecondsByPid,
+  cpuSecondsSpent,
+  type SchedTimes,
+  type ServerProcess,
+  schedByPid,
+  startServerProcess,
+  summedShare,
+} from './server-process.ts';
 import { createAdminCaller, createSignedCaller, payloadOf } from './signing.ts';
 
 /**
@@ -77,6 +87,11 @@ export interface ScenarioResult extends LoadResult {
    * dispersa_batch_lanes): near 100 the path is the ceiling, each lane busy all the time.
    */
   busyPercent: Record<string, number>;
+  /**
+   * Main threads' shares of the run on a core and waiting, runnable, for one (/proc/<pid>/schedstat): the server's,
+   * the load generator's, and on PostgreSQL all its processes' summed. Null where /proc has none.
+   */
+  cores: { server: CoreShare | null; loadGenerator: CoreShare | null; postgres: CoreShare | null };
 }
 
 /** Sum and count of each of a family of /metrics histograms, by name. */
@@ -114,6 +129,18 @@ async function pathCounters(adminUrl: string, token: string): Promise<PathCounte
     if (l) out.lanes[l[1]!] = Number(l[2]);
   }
   return out;
+}
+
+/** The main threads' time on a core and waiting for one, as the bench prints it; null when /proc had none. */
+export function coresOf(cores: ScenarioResult['cores']): string | null {
+  const parts = (
+    [
+      ['server', cores.server],
+      ['load generator', cores.loadGenerator],
+      ['postgres', cores.postgres],
+    ] as const
+  ).flatMap(([name, share]) => (share === null ? [] : [`${name} ${share.running} / ${share.waiting}`]));
+  return parts.length === 0 ? null : `cores (% of the run on a core / waiting for one): ${parts.join(', ')}`;
 }
 
 /** Each path's busy share between two scrapes, in % of its lanes' time (paths that ran no batch are left out). */
@@ -335,10 +362,18 @@ export async function benchPayments(o: PaymentsBenchOptions): Promise<BackendRes
       const before = stats !== null && dbName !== null ? await dbActivity(stats, dbName) : null;
       const rssBeforeKb = server.rssKb();
       const loadAverageBefore = Math.round(os.loadavg()[0]! * 100) / 100;
-      let cpuMark: { server: number | null; postgres: Map<number, number>; at: number } | null = null;
+      let cpuMark: {
+        server: number | null;
+        postgres: Map<number, number>;
+        serverSched: SchedTimes | null;
+        postgresSched: Map<number, SchedTimes>;
+        at: number;
+      } | null = null;
       const markCpu = () => ({
         server: server!.cpuSeconds(),
         postgres: database === null ? new Map<number, number>() : cpuSecondsByPid('postgres'),
+        serverSched: server!.sched(),
+        postgresSched: database === null ? new Map<number, SchedTimes>() : schedByPid('postgres'),
         at: performance.now(),
       });
       let sampler: { stop(): Promise<WaitSample[]> } | null = null;
@@ -379,6 +414,12 @@ export async function benchPayments(o: PaymentsBenchOptions): Promise<BackendRes
       const serverCpuPercent = start === null ? null : percent(start.server, end.server);
       const postgresCpuPercent =
         start === null || database === null ? null : percent(0, cpuSecondsSpent(start.postgres, end.postgres));
+      const cores = {
+        server: start === null ? null : coreShare(start.serverSched, end.serverSched, seconds),
+        loadGenerator: result.driverCores,
+        postgres:
+          start === null || database === null ? null : summedShare(start.postgresSched, end.postgresSched, seconds),
+      };
       let db: DbActivity | null = null;
       if (stats !== null && dbName !== null && before !== null) {
         // The statistics collector reports with a delay of up to a second.
@@ -398,6 +439,7 @@ export async function benchPayments(o: PaymentsBenchOptions): Promise<BackendRes
         meanBatch,
         meanPhaseMs,
         busyPercent,
+        cores,
       });
       log(
         `[${o.backend}] ${scenario}: ${result.rps} req/s, p50 ${result.latencyMs.p50} ms, p99 ${result.latencyMs.p99} ms, ` +
@@ -423,6 +465,8 @@ export async function benchPayments(o: PaymentsBenchOptions): Promise<BackendRes
             .join(', ')}`,
         );
       }
+      const coresLine = coresOf(cores);
+      if (coresLine !== null) log(`    ${coresLine}`);
       const work = db === null ? null : dbWorkLine(db, result.requests);
       if (work !== null) log(`    ${work}`);
       for (const w of waits?.slice(0, 6) ?? [])

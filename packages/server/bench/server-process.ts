@@ -36,6 +36,8 @@ export interface ServerProcess {
   rssKb(): number | null;
   /** CPU seconds used so far, or null once the process is gone. */
   cpuSeconds(): number | null;
+  /** Its main thread's time on a core and waiting for one so far, or null once the process is gone. */
+  sched(): SchedTimes | null;
   /** The last few kB of stdout and stderr, for failure messages. */
   output(): string;
   readonly exited: Promise<{ code: number | null; signal: NodeJS.Signals | null }>;
@@ -73,26 +75,100 @@ export function cpuSecondsOf(pid: number): number | null {
   }
 }
 
-/** CPU seconds of each process named `name` (e.g. the local PostgreSQL's backends), by pid; empty without /proc. */
-export function cpuSecondsByPid(name: string): Map<number, number> {
-  const out = new Map<number, number>();
+/** The pids of the processes named `name` (e.g. the local PostgreSQL's backends); none without /proc. */
+function pidsNamed(name: string): number[] {
   let entries: string[] = [];
   try {
     entries = readdirSync('/proc');
   } catch {
-    return out;
+    return [];
   }
-  for (const entry of entries) {
-    if (!/^\d+$/.test(entry)) continue;
-    try {
-      if (readFileSync(`/proc/${entry}/comm`, 'utf8').trim() !== name) continue;
-    } catch {
-      continue;
-    }
-    const seconds = cpuSecondsOf(Number(entry));
-    if (seconds !== null) out.set(Number(entry), seconds);
+  return entries
+    .filter((entry) => {
+      if (!/^\d+$/.test(entry)) return false;
+      try {
+        return readFileSync(`/proc/${entry}/comm`, 'utf8').trim() === name;
+      } catch {
+        return false;
+      }
+    })
+    .map(Number);
+}
+
+/** CPU seconds of each process named `name` (e.g. the local PostgreSQL's backends), by pid; empty without /proc. */
+export function cpuSecondsByPid(name: string): Map<number, number> {
+  const out = new Map<number, number>();
+  for (const pid of pidsNamed(name)) {
+    const seconds = cpuSecondsOf(pid);
+    if (seconds !== null) out.set(pid, seconds);
   }
   return out;
+}
+
+/**
+ * How long a process's main thread has run on a core and how long it has waited for one while runnable, in seconds
+ * (/proc/<pid>/schedstat, nanoseconds). On a machine of two cores shared by the service, its database and the load,
+ * the wait is what the CPU share alone hides: a thread that runs 50 % of the time and waits 25 % has no core free
+ * for a quarter of the run.
+ */
+export interface SchedTimes {
+  run: number;
+  wait: number;
+}
+
+export function schedOf(pid: number | 'self'): SchedTimes | null {
+  try {
+    const [run, wait] = readFileSync(`/proc/${pid}/schedstat`, 'utf8').split(' ').map(Number);
+    if (run === undefined || wait === undefined || !Number.isFinite(run) || !Number.isFinite(wait)) return null;
+    return { run: run / 1e9, wait: wait / 1e9 };
+  } catch {
+    return null;
+  }
+}
+
+export function schedByPid(name: string): Map<number, SchedTimes> {
+  const out = new Map<number, SchedTimes>();
+  for (const pid of pidsNamed(name)) {
+    const times = schedOf(pid);
+    if (times !== null) out.set(pid, times);
+  }
+  return out;
+}
+
+/** A thread's share of a span: running on a core and waiting, runnable, for one, in % of the span. */
+export interface CoreShare {
+  running: number;
+  waiting: number;
+}
+
+export function coreShare(before: SchedTimes | null, after: SchedTimes | null, seconds: number): CoreShare | null {
+  if (before === null || after === null || seconds <= 0) return null;
+  return {
+    running: Math.round(((after.run - before.run) / seconds) * 100),
+    waiting: Math.round(((after.wait - before.wait) / seconds) * 100),
+  };
+}
+
+/**
+ * The processes' shares summed (a new one counted whole, one gone by the second reading left out): for PostgreSQL's
+ * backends, the cores its statements took and the time they stood runnable without one.
+ */
+export function summedShare(
+  before: ReadonlyMap<number, SchedTimes>,
+  after: ReadonlyMap<number, SchedTimes>,
+  seconds: number,
+): CoreShare | null {
+  if (after.size === 0) return null;
+  const run = { run: 0, wait: 0 };
+  const grown = { run: 0, wait: 0 };
+  for (const [pid, times] of after) {
+    const was = before.get(pid) ?? { run: 0, wait: 0 };
+    run.run += was.run;
+    run.wait += was.wait;
+    grown.run += times.run;
+    grown.wait += times.wait;
+  }
+  return coreShare(run, grown, seconds);
 }
 
 /**
@@ -206,6 +282,7 @@ async function startOnPorts(options: ServerProcessOptions, port: number, adminPo
     adminUrl: `http://127.0.0.1:${adminPort}`,
     rssKb: () => (isGone() ? null : rssKbOf(pid)),
     cpuSeconds: () => (isGone() ? null : cpuSecondsOf(pid)),
+    sched: () => (isGone() ? null : schedOf(pid)),
     output: () => tail,
     exited,
     async kill() {
