@@ -95,14 +95,19 @@ function pidsNamed(name: string): number[] {
     .map(Number);
 }
 
-/** CPU seconds of each process named `name` (e.g. the local PostgreSQL's backends), by pid; empty without /proc. */
-export function cpuSecondsByPid(name: string): Map<number, number> {
-  const out = new Map<number, number>();
+/** A reading of each process named `name`, by pid; a process gone before its reading is left out. */
+function byPid<T>(name: string, read: (pid: number) => T | null): Map<number, T> {
+  const out = new Map<number, T>();
   for (const pid of pidsNamed(name)) {
-    const seconds = cpuSecondsOf(pid);
-    if (seconds !== null) out.set(pid, seconds);
+    const value = read(pid);
+    if (value !== null) out.set(pid, value);
   }
   return out;
+}
+
+/** CPU seconds of each process named `name` (e.g. the local PostgreSQL's backends), by pid; empty without /proc. */
+export function cpuSecondsByPid(name: string): Map<number, number> {
+  return byPid(name, cpuSecondsOf);
 }
 
 /**
@@ -127,12 +132,7 @@ export function schedOf(pid: number | 'self'): SchedTimes | null {
 }
 
 export function schedByPid(name: string): Map<number, SchedTimes> {
-  const out = new Map<number, SchedTimes>();
-  for (const pid of pidsNamed(name)) {
-    const times = schedOf(pid);
-    if (times !== null) out.set(pid, times);
-  }
-  return out;
+  return byPid(name, schedOf);
 }
 
 /** A thread's share of a span: running on a core and waiting, runnable, for one, in % of the span. */
