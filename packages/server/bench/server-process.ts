@@ -159,16 +159,16 @@ export function summedShare(
   seconds: number,
 ): CoreShare | null {
   if (after.size === 0) return null;
-  const run = { run: 0, wait: 0 };
-  const grown = { run: 0, wait: 0 };
+  const first = { run: 0, wait: 0 };
+  const second = { run: 0, wait: 0 };
   for (const [pid, times] of after) {
     const was = before.get(pid) ?? { run: 0, wait: 0 };
-    run.run += was.run;
-    run.wait += was.wait;
-    grown.run += times.run;
-    grown.wait += times.wait;
+    first.run += was.run;
+    first.wait += was.wait;
+    second.run += times.run;
+    second.wait += times.wait;
   }
-  return coreShare(run, grown, seconds);
+  return coreShare(first, second, seconds);
 }
 
 /**
