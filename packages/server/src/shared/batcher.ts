@@ -37,8 +37,23 @@ export interface Batcher<I, O> {
   drained(): Promise<void>;
 }
 
-export function secondsSince(started: number): number {
-  return (performance.now() - started) / 1000;
+/**
+ * run, telling onRun how long each call took whatever its outcome (a lane's busy time): one wrapper for every batcher's
+ * loop, so none of them times its batches itself.
+ */
+export function timedRun<A extends unknown[], R>(
+  run: (...args: A) => Promise<R>,
+  onRun: ((seconds: number) => void) | undefined,
+): (...args: A) => Promise<R> {
+  if (onRun === undefined) return run;
+  return async (...args) => {
+    const started = performance.now();
+    try {
+      return await run(...args);
+    } finally {
+      onRun((performance.now() - started) / 1000);
+    }
+  };
 }
 
 /** The lane of a key: the same key always the same lane. */
@@ -53,21 +68,19 @@ export function createBatcher<I, O>(options: BatcherOptions<I, O>): Batcher<I, O
   const idleWaiters: (() => void)[] = [];
 
   const laneOf = (key: string): Lane<I, O> => lanes[laneIndex(key, lanes.length)]!;
+  const run = timedRun(options.run, options.onRun);
 
   /** Runs a lane's batches until its queue is empty; add() marked it running when it scheduled this. */
   async function drive(lane: Lane<I, O>): Promise<void> {
     while (lane.queue.length > 0) {
       const batch = lane.queue.splice(0, options.maxBatch);
       let results: BatchResult<O>[];
-      const started = performance.now();
       try {
-        results = await options.run(batch.map((w) => w.item));
+        results = await run(batch.map((w) => w.item));
         if (results.length !== batch.length) throw new Error(`batch of ${batch.length} answered ${results.length}`);
       } catch (err) {
         for (const w of batch) w.reject(err);
         continue;
-      } finally {
-        options.onRun?.(secondsSince(started));
       }
       batch.forEach((w, i) => {
         const r = results[i]!;

@@ -1,4 +1,4 @@
-import { type BatchResult, createBatcher, laneIndex, secondsSince } from './batcher.ts';
+import { type BatchResult, createBatcher, laneIndex, timedRun } from './batcher.ts';
 
 /**
  * A batcher with two kinds of item that share one round trip: a lane runs one batch at a time, made of whatever of
@@ -71,15 +71,15 @@ function jointBatcher<A, RA, B, RB>(options: PairBatcherOptions<A, RA, B, RB>): 
     running: false,
   }));
   const idleWaiters: (() => void)[] = [];
+  const run = timedRun(options.run, options.onRun);
 
   async function drive(lane: Lane<A, RA, B, RB>): Promise<void> {
     while (lane.a.length > 0 || lane.b.length > 0) {
       const a = lane.a.splice(0, options.maxBatch);
       const b = lane.b.splice(0, options.maxBatch);
       let results: { a: BatchResult<RA>[]; b: BatchResult<RB>[] };
-      const started = performance.now();
       try {
-        results = await options.run(
+        results = await run(
           a.map((w) => w.item),
           b.map((w) => w.item),
         );
@@ -90,8 +90,6 @@ function jointBatcher<A, RA, B, RB>(options: PairBatcherOptions<A, RA, B, RB>): 
         for (const w of a) w.reject(err);
         for (const w of b) w.reject(err);
         continue;
-      } finally {
-        options.onRun?.(secondsSince(started));
       }
       settle(a, results.a);
       settle(b, results.b);
