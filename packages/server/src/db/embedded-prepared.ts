@@ -1,4 +1,5 @@
-import { type PGlite, parse, protocol } from '@electric-sql/pglite';
+import { type PGlite, parse, protocol, messages as protocolMessages, types } from '@electric-sql/pglite';
+import { type AnswerColumn, readAnswer } from './embedded-answer.ts';
 import { preparedName } from './prepared.ts';
 
 /**
@@ -8,18 +9,18 @@ import { preparedName } from './prepared.ts';
  * Here a declared statement is parsed and described once, then each call is one pass: bind, execute, sync.
  *
  * Values go in as text through PGlite's own serializers of the parameter types the describe reported, and rows come
- * back through its own parsers (so int8 and numeric stay strings, as the embedded back-end configures them): the
- * answers are those of query(). The statement runs under both of PGlite's locks, as query() does, so it never lands
- * between the statements of someone else's transaction.
+ * back through its own parsers (so int8 and numeric stay strings, as the embedded back-end configures them), read
+ * from the answer's bytes by embedded-answer.ts: the answers are those of query(). The statement runs under both of
+ * PGlite's locks, as query() does, so it never lands between the statements of someone else's transaction. A failing
+ * message makes the backend skip to the sync at the end of the same pass, so it is ready again when the error is
+ * thrown.
  */
 
 interface Described {
   paramTypes: number[];
-  /** The statement's rowDescription (none for a statement that returns no rows). */
-  rowDescription: Message | undefined;
+  /** The columns of its rows (none for a statement that returns no rows), each with PGlite's parser for its type. */
+  columns: AnswerColumn[];
 }
-
-type Message = Awaited<ReturnType<PGlite['execProtocolStream']>>[number];
 
 export interface PreparedRunner {
   /** The rows and affected-row count of sql, or undefined when sql is not a declared statement (run it with query()). */
@@ -32,22 +33,22 @@ export interface PreparedRunner {
 export function createPreparedRunner(pglite: PGlite): PreparedRunner {
   const described = new Map<string, Described>();
   const { serialize } = protocol;
-
-  async function exchange(parts: readonly Uint8Array[]): Promise<Message[]> {
-    // A failing message makes the backend skip to the sync at the end of the same pass, so it is ready again when
-    // the error is thrown.
-    return pglite.execProtocolStream(Buffer.concat(parts), { syncToFs: false });
-  }
+  const { RowDescriptionMessage } = protocolMessages;
 
   async function describe(name: string, sql: string): Promise<Described> {
-    const messages = await exchange([
-      serialize.parse({ name, text: sql }),
-      serialize.describe({ type: 'S', name }),
-      serialize.sync(),
-    ]);
+    const messages = await pglite.execProtocolStream(
+      Buffer.concat([serialize.parse({ name, text: sql }), serialize.describe({ type: 'S', name }), serialize.sync()]),
+      { syncToFs: false },
+    );
+    const rowDescription = messages.find((m) => m instanceof RowDescriptionMessage);
+    const fields = rowDescription?.fields ?? [];
     const found: Described = {
       paramTypes: parse.parseDescribeStatementResults(messages),
-      rowDescription: messages.find((m) => m.name === 'rowDescription'),
+      columns: fields.map((f) => ({
+        name: f.name,
+        typeId: f.dataTypeID,
+        parse: pglite.parsers[f.dataTypeID] ?? types.parsers[f.dataTypeID],
+      })),
     };
     described.set(name, found);
     return found;
@@ -66,15 +67,14 @@ export function createPreparedRunner(pglite: PGlite): PreparedRunner {
             const serializer = pglite.serializers[statement.paramTypes[i]!];
             return serializer ? serializer(value) : String(value);
           });
-          const messages = await exchange([
-            serialize.bind({ statement: name, values }),
-            serialize.execute({}),
-            serialize.sync(),
-          ]);
+          // The answer's bytes as they come (a view into the engine's memory, so copied), read by readAnswer.
+          const chunks: Buffer[] = [];
+          await pglite.execProtocolRawStream(
+            Buffer.concat([serialize.bind({ statement: name, values }), serialize.execute({}), serialize.sync()]),
+            { syncToFs: false, onRawData: (data) => void chunks.push(Buffer.from(data)) },
+          );
           if (!pglite.isInTransaction()) await pglite.syncToFs();
-          const head = statement.rowDescription ? [statement.rowDescription] : [];
-          const [result] = parse.parseResults([...head, ...messages], pglite.parsers);
-          return { rows: result?.rows ?? [], affectedRows: result?.affectedRows ?? 0 };
+          return readAnswer(chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks), statement.columns);
         }),
       );
     },

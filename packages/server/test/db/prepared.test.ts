@@ -63,10 +63,15 @@ describe('prepared statements on the embedded database', () => {
     const sql = declare('SELECT $1::int8 AS big, $2::timestamptz AS at, $3::text[] AS list, 1 / $4::int AS q');
     const at = new Date('2026-11-24T06:00:00.123Z');
     const passes: number[] = [];
-    const original = pglite.execProtocolStream.bind(pglite);
+    const stream = pglite.execProtocolStream.bind(pglite);
+    const raw = pglite.execProtocolRawStream.bind(pglite);
     pglite.execProtocolStream = (message, options) => {
       passes.push(message.length);
-      return original(message, options);
+      return stream(message, options);
+    };
+    pglite.execProtocolRawStream = (message, options) => {
+      passes.push(message.length);
+      return raw(message, options);
     };
     try {
       const first = await runner.run(sql, ['9007199254740993', at, ['a', 'b,c'], 1]);
@@ -76,11 +81,39 @@ describe('prepared statements on the embedded database', () => {
       await runner.run(sql, ['1', at, [], 1]);
       expect(passes).toHaveLength(1);
       const failed = await runner.run(sql, ['1', at, [], 0]).catch((err: unknown) => err);
+      const queried = await pglite.query(sql, ['1', at, [], 0]).catch((err: unknown) => err);
       expect((failed as { code?: string }).code).toBe('22012');
+      // The error query() throws: the same class, text and fields (query() adds the statement, its parameters and options).
+      expect(failed).toBeInstanceOf((queried as object).constructor);
+      const { query: _query, params: _params, queryOptions: _options, ...fields } = queried as Record<string, unknown>;
+      expect({ ...(failed as object), message: (failed as Error).message }).toEqual({
+        ...fields,
+        message: (queried as Error).message,
+      });
       // The backend is ready again after the error.
       expect((await runner.run(sql, ['2', at, null, 2]))?.rows).toEqual([{ big: 2, at, list: null, q: 0 }]);
     } finally {
-      pglite.execProtocolStream = original;
+      pglite.execProtocolStream = stream;
+      pglite.execProtocolRawStream = raw;
+    }
+  });
+
+  it('read the rows of an answer as query() reads them, whatever their types, nulls and characters', async () => {
+    const runner = createPreparedRunner(pglite);
+    const sql = declare(
+      `SELECT g AS n, g % 2 = 0 AS even, (g * 1.5)::numeric(10, 2) AS amount, g::float8 / 3 AS ratio,
+         CASE WHEN g % 3 = 0 THEN NULL ELSE $1::text || g END AS label, jsonb_build_object('g', g, 's', $1::text) AS doc,
+         ARRAY[g, g + 1] AS pair, '\\x00ff'::bytea AS raw, NULL::text AS nothing, '' AS empty, g AS n
+       FROM generate_series(1, $2::int) g`,
+    );
+    for (const params of [
+      ['ñandú € 😀 \t "q"', 7],
+      ['plain', 0],
+      ['x'.repeat(70_000), 2],
+    ]) {
+      const ours = await runner.run(sql, params);
+      expect(ours?.rows).toEqual((await pglite.query(sql, params)).rows);
+      expect(ours?.rows).toHaveLength(params[1] as number);
     }
   });
 
