@@ -14,6 +14,22 @@ export interface Readiness {
   markStopping(): void;
 }
 
+/**
+ * Whether a failed probe lost its connection rather than found the database down: the backend of a pooled connection
+ * was ended (a restart, an administrator), which the pool learns only when it next uses that connection. A new
+ * connection may answer at once, so the probe asks again instead of reporting not ready.
+ */
+function connectionLost(err: unknown): boolean {
+  const code = (err as { code?: unknown } | null)?.code;
+  // admin_shutdown, crash_shutdown, and the connection_exception class.
+  if (code === '57P01' || code === '57P02' || (typeof code === 'string' && code.startsWith('08'))) return true;
+  // node-postgres's own errors for a connection that closed under it carry no SQLSTATE.
+  return err instanceof Error && code === undefined && /connection terminated|not queryable/i.test(err.message);
+}
+
+/** At most this many probes of one check ask again after a lost connection (each one costs a pooled connection). */
+const LOST_CONNECTION_RETRIES = 8;
+
 export function createReadiness(options: { db: Db; timeoutMs?: number }): Readiness {
   const timeoutMs = options.timeoutMs ?? 2000;
   let stopping = false;
@@ -31,23 +47,28 @@ export function createReadiness(options: { db: Db; timeoutMs?: number }): Readin
       );
       timer.unref();
     });
+    let settled = false;
     const asked = (async (): Promise<ReadinessVerdict> => {
-      try {
-        const { rows } = await options.db.query<{ v: number | null }>(
-          'SELECT max(version) AS v FROM schema_migrations',
-        );
-        const applied = Number(rows[0]?.v ?? 0);
-        const known = await newestKnown!;
-        if (applied < known)
-          return { ready: false, reason: `migrations pending: database at ${applied}, release at ${known}` };
-        return { ready: true };
-      } catch (err) {
-        return { ready: false, reason: `database unavailable: ${err instanceof Error ? err.message : String(err)}` };
+      for (let attempt = 0; ; attempt++) {
+        try {
+          const { rows } = await options.db.query<{ v: number | null }>(
+            'SELECT max(version) AS v FROM schema_migrations',
+          );
+          const applied = Number(rows[0]?.v ?? 0);
+          const known = await newestKnown!;
+          if (applied < known)
+            return { ready: false, reason: `migrations pending: database at ${applied}, release at ${known}` };
+          return { ready: true };
+        } catch (err) {
+          if (connectionLost(err) && attempt < LOST_CONNECTION_RETRIES && !settled) continue;
+          return { ready: false, reason: `database unavailable: ${err instanceof Error ? err.message : String(err)}` };
+        }
       }
     })();
     try {
       return await Promise.race([asked, timeout]);
     } finally {
+      settled = true;
       clearTimeout(timer);
     }
   }

@@ -90,4 +90,27 @@ describe('/readyz', () => {
       }
     },
   );
+
+  it.skipIf(!usingPostgres())(
+    'PostgreSQL: is 200 right after the database cut every connection, since a new one answers',
+    async () => {
+      const testDb = await createTestDb();
+      ownDb = testDb;
+      server = await startTestServer({ testDb });
+      const name = new URL(testDb.url!).pathname.slice(1);
+      const admin = new pg.Client({ connectionString: process.env['DATABASE_URL'] });
+      await admin.connect();
+      try {
+        for (let round = 0; round < 8; round++) {
+          // Connections the pool holds idle, each with a backend of its own.
+          await Promise.all(Array.from({ length: 4 }, () => testDb.db.query('SELECT pg_sleep(0.01)')));
+          // Their backends end (a restart, an administrator): the pool learns it only when it next uses one.
+          await admin.query('SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = $1', [name]);
+          expect((await readyz(server.baseUrl)).status, `round ${round}`).toBe(200);
+        }
+      } finally {
+        await admin.end();
+      }
+    },
+  );
 });
