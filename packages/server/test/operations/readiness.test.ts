@@ -67,50 +67,56 @@ describe('/readyz', () => {
   it.skipIf(!usingPostgres())(
     'PostgreSQL: is 503 while the database refuses connections, and 200 again when it is back',
     async () => {
-      const testDb = await createTestDb();
-      ownDb = testDb;
-      server = await startTestServer({ testDb });
-      const name = new URL(testDb.url!).pathname.slice(1);
-      const admin = new pg.Client({ connectionString: process.env['DATABASE_URL'] });
-      await admin.connect();
-      try {
-        expect((await readyz(server.baseUrl)).status).toBe(200);
-        // The database stops: no new connection, and every open one is cut.
-        await admin.query(`ALTER DATABASE ${name} ALLOW_CONNECTIONS false`);
-        await admin.query('SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = $1', [name]);
-        const down = await readyz(server.baseUrl);
-        expect(down.status).toBe(503);
-        expect(down.body.error).toMatch(/^not ready: database unavailable/);
-        expect((await fetch(`${server.baseUrl}/health`)).status).toBe(200);
-        await admin.query(`ALTER DATABASE ${name} ALLOW_CONNECTIONS true`);
-        expect((await readyz(server.baseUrl)).status).toBe(200);
-      } finally {
-        await admin.query(`ALTER DATABASE ${name} ALLOW_CONNECTIONS true`).catch(() => {});
-        await admin.end();
-      }
+      await onOwnDatabase(async ({ name, admin }) => {
+        expect((await readyz(server!.baseUrl)).status).toBe(200);
+        try {
+          // The database stops: no new connection, and every open one is cut.
+          await admin.query(`ALTER DATABASE ${name} ALLOW_CONNECTIONS false`);
+          await admin.query('SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = $1', [name]);
+          const down = await readyz(server!.baseUrl);
+          expect(down.status).toBe(503);
+          expect(down.body.error).toMatch(/^not ready: database unavailable/);
+          expect((await fetch(`${server!.baseUrl}/health`)).status).toBe(200);
+          await admin.query(`ALTER DATABASE ${name} ALLOW_CONNECTIONS true`);
+          expect((await readyz(server!.baseUrl)).status).toBe(200);
+        } finally {
+          await admin.query(`ALTER DATABASE ${name} ALLOW_CONNECTIONS true`).catch(() => {});
+        }
+      });
     },
   );
 
   it.skipIf(!usingPostgres())(
     'PostgreSQL: is 200 right after the database cut every connection, since a new one answers',
     async () => {
-      const testDb = await createTestDb();
-      ownDb = testDb;
-      server = await startTestServer({ testDb });
-      const name = new URL(testDb.url!).pathname.slice(1);
-      const admin = new pg.Client({ connectionString: process.env['DATABASE_URL'] });
-      await admin.connect();
-      try {
+      await onOwnDatabase(async ({ name, admin, testDb }) => {
         for (let round = 0; round < 8; round++) {
           // Connections the pool holds idle, each with a backend of its own.
           await Promise.all(Array.from({ length: 4 }, () => testDb.db.query('SELECT pg_sleep(0.01)')));
           // Their backends end (a restart, an administrator): the pool learns it only when it next uses one.
           await admin.query('SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = $1', [name]);
-          expect((await readyz(server.baseUrl)).status, `round ${round}`).toBe(200);
+          expect((await readyz(server!.baseUrl)).status, `round ${round}`).toBe(200);
         }
-      } finally {
-        await admin.end();
-      }
+      });
     },
   );
 });
+
+/**
+ * Runs body with a server on a PostgreSQL database of its own (its name given), and a connection to that server as
+ * its administrator, which can refuse the database's connections or end its backends.
+ */
+async function onOwnDatabase(
+  body: (own: { name: string; admin: pg.Client; testDb: TestDb }) => Promise<void>,
+): Promise<void> {
+  const testDb = await createTestDb();
+  ownDb = testDb;
+  server = await startTestServer({ testDb });
+  const admin = new pg.Client({ connectionString: process.env['DATABASE_URL'] });
+  await admin.connect();
+  try {
+    await body({ name: new URL(testDb.url!).pathname.slice(1), admin, testDb });
+  } finally {
+    await admin.end();
+  }
+}
