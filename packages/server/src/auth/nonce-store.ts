@@ -1,3 +1,4 @@
+import { batchStartTurns } from '../db/batch-start.ts';
 import type { Db } from '../db/db.ts';
 import { prepared } from '../db/prepared.ts';
 import { createBatcher, resultsAt } from '../shared/batcher.ts';
@@ -51,6 +52,7 @@ export function createNonceStore({
   const flushes = createBatcher<Pending, NonceVerdict>({
     lanes: LANES,
     maxBatch: MAX_BATCH,
+    startTurns: batchStartTurns(db),
     onRun,
     async run(batch) {
       onBatch?.(batch.length);

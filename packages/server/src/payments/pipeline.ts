@@ -1,4 +1,5 @@
 import type { AuthContext } from '../auth/authenticate.ts';
+import { batchStartTurns } from '../db/batch-start.ts';
 import type { Db } from '../db/db.ts';
 import type { PaymentPathMetrics } from '../metrics/metrics.ts';
 import type { Rail, RailOutcome } from '../rails/rail.ts';
@@ -55,10 +56,12 @@ export interface PaymentPipeline {
 
 export function createPaymentPipeline(deps: PipelineDeps): PaymentPipeline {
   const { db, clock, metrics } = deps;
+  const startTurns = batchStartTurns(db);
 
   const step = createPairBatcher<ReserveItem, CreateResult, Submitted, Payment>({
     lanes: deps.lanes,
     maxBatch: deps.maxBatch,
+    startTurns,
     // On PostgreSQL a step's call and commit cost as much as its payments, and the server, the backends and the
     // load share the cores: one call for both phases made about 8 % more payments a second (docs/performance.md).
     // The embedded database runs every statement on the service's one thread, where a longer step only keeps HTTP
@@ -81,6 +84,7 @@ export function createPaymentPipeline(deps: PipelineDeps): PaymentPipeline {
   const dispatch = createBatcher<Payment, RailOutcome>({
     lanes: deps.lanes,
     maxBatch: deps.maxBatch,
+    startTurns,
     onRun: (seconds) => metrics.observeBatchRun('payment_dispatch', seconds),
     async run(payments): Promise<BatchResult<RailOutcome>[]> {
       metrics.observePaymentBatch('dispatch', payments.length);
@@ -93,6 +97,7 @@ export function createPaymentPipeline(deps: PipelineDeps): PaymentPipeline {
   const bookFailures = createBatcher<Submitted, Payment>({
     lanes: deps.lanes,
     maxBatch: deps.maxBatch,
+    startTurns,
     onRun: (seconds) => metrics.observeBatchRun('payment_book_failed', seconds),
     async run(submitted): Promise<BatchResult<Payment>[]> {
       metrics.observePaymentBatch('book', submitted.length);

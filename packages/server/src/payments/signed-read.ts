@@ -1,4 +1,5 @@
 import type { NonceVerdict } from '../auth/nonce-store.ts';
+import { batchStartTurns } from '../db/batch-start.ts';
 import type { Db } from '../db/db.ts';
 import { prepared } from '../db/prepared.ts';
 import { createBatcher, resultsAt } from '../shared/batcher.ts';
@@ -50,6 +51,7 @@ export function createSignedReads({
   const batches = createBatcher<SignedRead, SignedReadResult>({
     lanes: LANES,
     maxBatch,
+    startTurns: batchStartTurns(db),
     onRun,
     async run(items) {
       onBatch?.(items.length);

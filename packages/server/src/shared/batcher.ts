@@ -13,6 +13,8 @@ export interface BatcherOptions<I, O> {
   run(items: I[]): Promise<BatchResult<O>[]>;
   /** Told how long each batch ran, whatever its outcome: its lane's busy time (metrics). */
   onRun?: (seconds: number) => void;
+  /** Turns of the event loop an idle lane lets pass before its first batch (afterTurns); 1 when not given. */
+  startTurns?: number;
 }
 
 /** One item's result: its value, or the error its own caller receives (the other items are unaffected). */
@@ -54,6 +56,20 @@ export function timedRun<A extends unknown[], R>(
       onRun((performance.now() - started) / 1000);
     }
   };
+}
+
+/**
+ * Calls start once the event loop has turned `turns` times (at least once). Each turn passes through the poll phase,
+ * which reads the sockets that have data, so requests that arrive during the turns are parsed before start runs.
+ */
+export function afterTurns(turns: number, start: () => void): void {
+  let left = Math.max(1, turns);
+  const turn = (): void => {
+    left -= 1;
+    if (left > 0) setImmediate(turn);
+    else start();
+  };
+  setImmediate(turn);
 }
 
 /** The lane of a key: the same key always the same lane. */
@@ -100,10 +116,10 @@ export function createBatcher<I, O>(options: BatcherOptions<I, O>): Batcher<I, O
         lane.queue.push({ item, resolve, reject });
         if (!lane.running) {
           lane.running = true;
-          // An idle lane starts after the current turn of the event loop, so every request that reached this point
-          // in the same turn (parsed from the same read of the sockets) shares the first batch: on the embedded
-          // database, whose statements hold the thread, the next batch would otherwise start with one.
-          setImmediate(() => void drive(lane));
+          // An idle lane starts after the current turn of the event loop (or startTurns of them), so every request
+          // that reached this point meanwhile (parsed from the same reads of the sockets) shares the first batch: on
+          // the embedded database, whose statements hold the thread, the next batch would otherwise start with one.
+          afterTurns(options.startTurns ?? 1, () => void drive(lane));
         }
       });
     },

@@ -1,4 +1,4 @@
-import { type BatchResult, createBatcher, laneIndex, timedRun } from './batcher.ts';
+import { afterTurns, type BatchResult, createBatcher, laneIndex, timedRun } from './batcher.ts';
 
 /**
  * A batcher with two kinds of item that share one round trip: a lane runs one batch at a time, made of whatever of
@@ -22,6 +22,8 @@ export interface PairBatcherOptions<A, RA, B, RB> {
   run(a: A[], b: B[]): Promise<{ a: BatchResult<RA>[]; b: BatchResult<RB>[] }>;
   /** Told how long each batch ran, whatever its outcome (as createBatcher's). */
   onRun?: (seconds: number) => void;
+  /** As createBatcher's: turns of the event loop an idle lane lets pass before its first batch. */
+  startTurns?: number;
 }
 
 export interface PairBatcher<A, RA, B, RB> {
@@ -50,9 +52,21 @@ export function createPairBatcher<A, RA, B, RB>(options: PairBatcherOptions<A, R
 }
 
 function separateBatchers<A, RA, B, RB>(options: PairBatcherOptions<A, RA, B, RB>): PairBatcher<A, RA, B, RB> {
-  const { lanes, maxBatch, onRun } = options;
-  const a = createBatcher<A, RA>({ lanes, maxBatch, onRun, run: async (items) => (await options.run(items, [])).a });
-  const b = createBatcher<B, RB>({ lanes, maxBatch, onRun, run: async (items) => (await options.run([], items)).b });
+  const { lanes, maxBatch, onRun, startTurns } = options;
+  const a = createBatcher<A, RA>({
+    lanes,
+    maxBatch,
+    onRun,
+    startTurns,
+    run: async (items) => (await options.run(items, [])).a,
+  });
+  const b = createBatcher<B, RB>({
+    lanes,
+    maxBatch,
+    onRun,
+    startTurns,
+    run: async (items) => (await options.run([], items)).b,
+  });
   return {
     lanes: a.lanes + b.lanes,
     addA: a.add,
@@ -104,9 +118,9 @@ function jointBatcher<A, RA, B, RB>(options: PairBatcherOptions<A, RA, B, RB>): 
       pick(lane).push({ item, resolve, reject });
       if (!lane.running) {
         lane.running = true;
-        // As createBatcher: an idle lane starts after the current turn of the event loop, so the requests parsed
-        // together share the first batch.
-        setImmediate(() => void drive(lane));
+        // As createBatcher: an idle lane starts after the current turn of the event loop (or startTurns of them), so
+        // the requests parsed meanwhile share the first batch.
+        afterTurns(options.startTurns ?? 1, () => void drive(lane));
       }
     });
   }

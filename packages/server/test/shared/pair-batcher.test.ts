@@ -79,4 +79,36 @@ describe('a pair batcher', () => {
     // A lane for each kind.
     expect(batcher.lanes).toBe(2);
   });
+
+  it('passes startTurns to its lanes, joint or each kind apart', async () => {
+    for (const joint of [true, false]) {
+      const runs: { a: string[]; b: number[] }[] = [];
+      const batcher = createPairBatcher<string, string, number, number>({
+        lanes: 1,
+        maxBatch: 8,
+        joint,
+        startTurns: 2,
+        async run(a, b) {
+          runs.push({ a, b });
+          return { a: a.map((v) => ({ ok: true, value: v })), b: b.map((v) => ({ ok: true, value: v })) };
+        },
+      });
+      const a = [batcher.addA('a', 'k')];
+      const b = [batcher.addB(1, 'k')];
+      await new Promise((r) => setImmediate(r));
+      a.push(batcher.addA('b', 'k'));
+      b.push(batcher.addB(2, 'k'));
+      expect(await Promise.all(a)).toEqual(['a', 'b']);
+      expect(await Promise.all(b)).toEqual([1, 2]);
+      expect(runs).toEqual(
+        joint
+          ? [{ a: ['a', 'b'], b: [1, 2] }]
+          : [
+              { a: ['a', 'b'], b: [] },
+              { a: [], b: [1, 2] },
+            ],
+      );
+      await batcher.drained();
+    }
+  });
 });
