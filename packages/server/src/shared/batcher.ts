@@ -1,3 +1,5 @@
+import { afterTurns } from './event-loop.ts';
+
 /**
  * Group commit in the application. Callers add items one at a time; a lane runs one batch at a time, and
  * whatever arrived while its batch was in flight (up to maxBatch) becomes the next batch. Under light load a batch
@@ -13,7 +15,7 @@ export interface BatcherOptions<I, O> {
   run(items: I[]): Promise<BatchResult<O>[]>;
   /** Told how long each batch ran, whatever its outcome: its lane's busy time (metrics). */
   onRun?: (seconds: number) => void;
-  /** Turns of the event loop an idle lane lets pass before its first batch (afterTurns); 1 when not given. */
+  /** Turns of the event loop an idle lane lets pass before its first batch (event-loop.ts, afterTurns); 1 when not given. */
   startTurns?: number;
 }
 
@@ -56,20 +58,6 @@ export function timedRun<A extends unknown[], R>(
       onRun((performance.now() - started) / 1000);
     }
   };
-}
-
-/**
- * Calls start once the event loop has turned `turns` times (at least once). Each turn passes through the poll phase,
- * which reads the sockets that have data, so requests that arrive during the turns are parsed before start runs.
- */
-export function afterTurns(turns: number, start: () => void): void {
-  let left = Math.max(1, turns);
-  const turn = (): void => {
-    left -= 1;
-    if (left > 0) setImmediate(turn);
-    else start();
-  };
-  setImmediate(turn);
 }
 
 /** The lane of a key: the same key always the same lane. */

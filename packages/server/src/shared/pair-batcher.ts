@@ -1,4 +1,5 @@
-import { afterTurns, type BatchResult, createBatcher, laneIndex, timedRun } from './batcher.ts';
+import { type BatchResult, createBatcher, laneIndex, timedRun } from './batcher.ts';
+import { afterTurns } from './event-loop.ts';
 
 /**
  * A batcher with two kinds of item that share one round trip: a lane runs one batch at a time, made of whatever of
