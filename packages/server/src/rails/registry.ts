@@ -1,4 +1,5 @@
 import type { AppContext } from '../context.ts';
+import { statementPageLinesFor } from '../reconciliation/ingest.ts';
 import { createGatewayRail } from './gateway/gateway-rail.ts';
 import { createGatewayStatementSource } from './gateway/statement-source.ts';
 import type { Rail, StatementSource } from './rail.ts';
@@ -18,8 +19,14 @@ export interface RailSetup {
 }
 
 export function createRails(ctx: Pick<AppContext, 'config' | 'db' | 'clock'>): RailSetup {
+  const pageLines = statementPageLinesFor(ctx.db.kind);
   if (ctx.config.env === 'sandbox') {
-    const bank = createSandboxBank({ db: ctx.db, clock: ctx.clock, settleMs: ctx.config.sandboxSettleMs });
+    const bank = createSandboxBank({
+      db: ctx.db,
+      clock: ctx.clock,
+      settleMs: ctx.config.sandboxSettleMs,
+      statementPageSize: pageLines,
+    });
     return {
       rail: createSandboxRail({ bank, db: ctx.db, clock: ctx.clock }),
       statements: bank.statementSource(),
@@ -30,7 +37,7 @@ export function createRails(ctx: Pick<AppContext, 'config' | 'db' | 'clock'>): R
   const gateway = ctx.config.bankGateway;
   return {
     rail: createGatewayRail({ config: gateway }),
-    statements: createGatewayStatementSource({ config: gateway }),
+    statements: createGatewayStatementSource({ config: gateway, pageSize: pageLines }),
     sandboxBank: null,
     // Without a gateway nothing is connected to a bank: payments fail rejected_by_us and nothing moves.
     simulated: gateway === null,

@@ -47,15 +47,28 @@ export const DEFAULT_BATCH_LINES = 5000;
 /**
  * The embedded database runs a transaction in the thread that serves requests and holds every request until it
  * commits: under payment load a batch of 5,000 lines held them 107-150 ms (with the pages read before it, up to
- * 480 ms), one of 500 at most 22 ms in the slowest hour traced, with the event loop let turn between the read and
- * the storing. Ingestion alone then runs at about three quarters of its speed with 5,000 (measured 19,000 against
- * 25,600 lines/s), still more than ten times the pace of the payments that make the lines. PostgreSQL runs the
- * transaction beside the requests, so there the batch stays large.
+ * 480 ms). A batch of 500 held them 20-40 ms on a slow hour, twice (the page read and the storing), and the requests
+ * caught behind those holds were a third of the POST's slowest 1 %; with 100 the POST's p99 fell by a fifth (eight
+ * alternated pairs, docs/performance.md, twenty-first session) and the payments a second did not move. A backlog is
+ * then read at some 2,000 lines a second under the payment load (the loop's rest included, domain.ts), still more
+ * than the payments make; with nobody waiting the loop does not rest. PostgreSQL runs the transaction beside the
+ * requests, so there the batch stays large.
  */
-export const EMBEDDED_BATCH_LINES = 500;
+export const EMBEDDED_BATCH_LINES = 100;
+
+/** What a statement page asks for where a batch is larger: the bank gateway's default. */
+const STATEMENT_PAGE_LINES = 500;
 
 export function batchLinesFor(kind: Db['kind']): number {
   return kind === 'embedded' ? EMBEDDED_BATCH_LINES : DEFAULT_BATCH_LINES;
+}
+
+/**
+ * Lines a statement page should hold: a batch stores at least one whole page, so a page longer than a batch would
+ * make the batch that long (rails/registry.ts gives it to the statement source, the sandbox's or the gateway's).
+ */
+export function statementPageLinesFor(kind: Db['kind']): number {
+  return Math.min(STATEMENT_PAGE_LINES, batchLinesFor(kind));
 }
 
 export interface IngestSummary {

@@ -92,9 +92,8 @@ export function createSandboxBank(deps: SandboxBankDeps): SandboxBank {
     db,
     clock,
     openingBalance,
-    // Reconciliation stores what it reads in one transaction, a page at least: on the embedded database that
-    // transaction holds every request (reconciliation/ingest.ts, EMBEDDED_BATCH_LINES), so a page stays short,
-    // the size the bank gateway asks for by default.
+    // Reconciliation stores what it reads in one transaction, a page at least: the service asks for pages no longer
+    // than its batch (rails/registry.ts); alone, the size the bank gateway asks for by default.
     pageSize: deps.statementPageSize ?? 500,
   });
 
