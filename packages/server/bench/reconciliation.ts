@@ -17,8 +17,8 @@ import { ManualClock } from '../src/shared/clock.ts';
 /**
  * Reconciliation throughput: statement lines ingested and matched per second (issue 7's target: 100,000 lines
  * at ≥ 50,000 lines/s on PostgreSQL on a 2-core machine). The payments and fundings the lines name are seeded
- * in bulk SQL first (not timed); the statement comes from an in-memory source in pages of 1,000 (the sandbox's
- * page size), so the timed part is exactly the reconciliation: ingestion, matching, the decisions and their
+ * in bulk SQL first (not timed); the statement comes from an in-memory source in pages of 500 (the bank gateway's
+ * default page size), so the timed part is exactly the reconciliation: ingestion, matching, the decisions and their
  * ledger entries and events, the cursor.
  *
  * The statement mixes what a day of a real account looks like: debits confirming payouts the request path had
