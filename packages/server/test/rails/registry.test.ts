@@ -56,6 +56,8 @@ describe('the rails the service is given', () => {
     });
     try {
       const gateway = gatewayConfig(sim.url);
+      // Production's configuration insists on a server database and a master key; the rails read only which kind of
+      // database the service was given (this test's), never its address.
       const config = loadConfig({
         ...baseEnv,
         DISPERSA_ENV: 'production',
