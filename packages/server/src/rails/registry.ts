@@ -1,7 +1,8 @@
 import type { AppContext } from '../context.ts';
-import { statementPageLinesFor } from '../reconciliation/ingest.ts';
+import type { Db } from '../db/db.ts';
+import { batchLinesFor } from '../reconciliation/ingest.ts';
 import { createGatewayRail } from './gateway/gateway-rail.ts';
-import { createGatewayStatementSource } from './gateway/statement-source.ts';
+import { createGatewayStatementSource, DEFAULT_STATEMENT_PAGE_LINES } from './gateway/statement-source.ts';
 import type { Rail, StatementSource } from './rail.ts';
 import { createSandboxBank, createSandboxRail, type SandboxBank } from './sandbox/index.ts';
 
@@ -16,6 +17,14 @@ export interface RailSetup {
   sandboxBank: SandboxBank | null;
   /** `simulado` of /v2/version. */
   simulated: boolean;
+}
+
+/**
+ * Lines a statement page should hold: reconciliation stores at least one whole page per transaction, so a page
+ * longer than its batch (reconciliation/ingest.ts) would make the batch that long.
+ */
+export function statementPageLinesFor(kind: Db['kind']): number {
+  return Math.min(DEFAULT_STATEMENT_PAGE_LINES, batchLinesFor(kind));
 }
 
 export function createRails(ctx: Pick<AppContext, 'config' | 'db' | 'clock'>): RailSetup {

@@ -56,19 +56,8 @@ export const DEFAULT_BATCH_LINES = 5000;
  */
 export const EMBEDDED_BATCH_LINES = 100;
 
-/** What a statement page asks for where a batch is larger: the bank gateway's default. */
-const STATEMENT_PAGE_LINES = 500;
-
 export function batchLinesFor(kind: Db['kind']): number {
   return kind === 'embedded' ? EMBEDDED_BATCH_LINES : DEFAULT_BATCH_LINES;
-}
-
-/**
- * Lines a statement page should hold: a batch stores at least one whole page, so a page longer than a batch would
- * make the batch that long (rails/registry.ts gives it to the statement source, the sandbox's or the gateway's).
- */
-export function statementPageLinesFor(kind: Db['kind']): number {
-  return Math.min(STATEMENT_PAGE_LINES, batchLinesFor(kind));
 }
 
 export interface IngestSummary {

@@ -34,7 +34,8 @@ export interface GatewayStatementSourceDeps {
   pageSize?: number;
 }
 
-const DEFAULT_PAGE_SIZE = 500;
+/** Lines asked for per page when the caller does not say. */
+export const DEFAULT_STATEMENT_PAGE_LINES = 500;
 
 function toLine(line: WireStatementLine): BankStatementLine {
   return { ...line, amountMinor: BigInt(line.amountMinor) };
@@ -49,7 +50,7 @@ function answerOf(exchange: Exchange, what: string): unknown {
 }
 
 export function createGatewayStatementSource(deps: GatewayStatementSourceDeps): StatementSource {
-  const pageSize = deps.pageSize ?? DEFAULT_PAGE_SIZE;
+  const pageSize = deps.pageSize ?? DEFAULT_STATEMENT_PAGE_LINES;
   if (!Number.isSafeInteger(pageSize) || pageSize < 1 || pageSize > 1000) {
     throw new RangeError('pageSize must be an integer between 1 and 1000');
   }
