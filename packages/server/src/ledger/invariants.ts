@@ -1,12 +1,34 @@
 import type { Queryable } from '../db/db.ts';
 
 /**
+ * The references of the money path's rows that no foreign key declares (migration 0037): each is a child table, its
+ * column, and the parent table and column it names.
+ */
+const UNDECLARED_REFERENCES = [
+  ['payments', 'client_id', 'clients', 'id'],
+  ['payments', 'key_id', 'api_keys', 'id'],
+  ['holds', 'account_id', 'ledger_accounts', 'id'],
+  ['postings', 'entry_id', 'journal_entries', 'id'],
+  ['postings', 'account_id', 'ledger_accounts', 'id'],
+  ['events', 'client_id', 'clients', 'id'],
+  ['key_daily_usage', 'key_id', 'api_keys', 'id'],
+] as const;
+
+/**
  * The ledger's invariants, checked from the journal itself: every entry balances per currency, every client's
  * cached available balance equals −(sum of its postings) − (its open holds) (the service's own accounts cache
- * nothing), and no client's available balance is negative. Returns the violations (empty when the ledger is sound).
+ * nothing), no client's available balance is negative, and every payment, hold, posting, event and daily usage
+ * names a parent that exists. Returns the violations (empty when the ledger is sound).
  */
 export async function ledgerViolations(q: Queryable): Promise<string[]> {
   const out: string[] = [];
+  for (const [child, column, parent, key] of UNDECLARED_REFERENCES) {
+    const dangling = await q.query<{ ref: string; n: string }>(
+      `SELECT c.${column}::text AS ref, count(*)::text AS n FROM ${child} c
+       WHERE NOT EXISTS (SELECT 1 FROM ${parent} p WHERE p.${key} = c.${column}) GROUP BY c.${column}`,
+    );
+    for (const r of dangling.rows) out.push(`${r.n} ${child} row(s) name ${column} ${r.ref}, which ${parent} lacks`);
+  }
   const unbalanced = await q.query<{ entry_id: string; currency: string; total: string }>(
     `SELECT entry_id::text, currency, sum(amount_minor)::text AS total FROM postings
      GROUP BY entry_id, currency HAVING sum(amount_minor) <> 0`,
