@@ -3,14 +3,15 @@
 -- journal_entries and ledger_accounts, two postings a payment, events -> clients), each a query of its own that
 -- takes a KEY SHARE lock on the parent, run after every row: about a tenth of PostgreSQL's time under the payments
 -- bench (perf: the after-row triggers 14 % of it, the PL/pgSQL ones among them 3 %), and the same work inside PGlite
--- on the embedded database's one thread. Every writer of those rows names a parent it has just read or written in
--- the same transaction (the authenticated key and its client, the balance row it locks, the journal entry it
--- inserts), so the check could only ever fail on a bug of that writer.
+-- on the embedded database's one thread. Without them a payment step takes 0.83 of its time on PostgreSQL and 0.85
+-- on the embedded database (bench/step-bench.ts, alternated round by round; docs/performance.md). Every writer of
+-- those rows names a parent it has just read or written in the same transaction (the authenticated key and its
+-- client, the balance row it locks, the journal entry it inserts), so a check could only fail on a bug of that writer.
 --
 -- What the keys still gave is kept in two other places:
 -- - the parents are kept for ever: a client, an API key, a ledger account or a journal entry is never deleted,
---   truncated or given another id (the triggers below; keys are deactivated and clients keep their history, as beneficiaries
---   already do), so no reference can come to dangle;
+--   truncated or given another id (the triggers below; keys are deactivated and clients keep their history, as
+--   beneficiaries already do), so no reference can come to dangle;
 -- - ledger/invariants.ts checks every such reference from the rows themselves, with the ledger's balances, after the
 --   crash and property tests.
 -- The foreign keys of rows written at a person's pace (api_keys, ledger_accounts, fundings, quotes, webhooks...) stay.
