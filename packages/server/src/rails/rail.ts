@@ -94,6 +94,9 @@ export interface StatementPage {
   cursor: string | null;
 }
 
+/** Lines a statement source puts in a page when its caller does not say (the bank gateway's and the sandbox's). */
+export const DEFAULT_STATEMENT_PAGE_LINES = 500;
+
 /** Where reconciliation reads the real bank statement from. */
 export interface StatementSource {
   readonly name: string;

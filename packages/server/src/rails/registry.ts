@@ -2,8 +2,8 @@ import type { AppContext } from '../context.ts';
 import type { Db } from '../db/db.ts';
 import { batchLinesFor } from '../reconciliation/ingest.ts';
 import { createGatewayRail } from './gateway/gateway-rail.ts';
-import { createGatewayStatementSource, DEFAULT_STATEMENT_PAGE_LINES } from './gateway/statement-source.ts';
-import type { Rail, StatementSource } from './rail.ts';
+import { createGatewayStatementSource } from './gateway/statement-source.ts';
+import { DEFAULT_STATEMENT_PAGE_LINES, type Rail, type StatementSource } from './rail.ts';
 import { createSandboxBank, createSandboxRail, type SandboxBank } from './sandbox/index.ts';
 
 /**

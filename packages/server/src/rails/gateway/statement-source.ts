@@ -1,5 +1,10 @@
 import type { BankGatewayConfig } from '../../config.ts';
-import type { BankStatementLine, StatementPage, StatementSource } from '../rail.ts';
+import {
+  type BankStatementLine,
+  DEFAULT_STATEMENT_PAGE_LINES,
+  type StatementPage,
+  type StatementSource,
+} from '../rail.ts';
 import { createGatewayClient, type Exchange, type FetchLike } from './client.ts';
 import { GATEWAY_RAIL_NAME } from './gateway-rail.ts';
 import {
@@ -33,9 +38,6 @@ export interface GatewayStatementSourceDeps {
   /** Lines asked for per page (the gateway may return fewer). */
   pageSize?: number;
 }
-
-/** Lines asked for per page when the caller does not say. */
-export const DEFAULT_STATEMENT_PAGE_LINES = 500;
 
 function toLine(line: WireStatementLine): BankStatementLine {
   return { ...line, amountMinor: BigInt(line.amountMinor) };

@@ -1,6 +1,6 @@
 import type { Db, Queryable } from '../../db/db.ts';
 import type { Clock } from '../../shared/clock.ts';
-import type { StatementSource } from '../rail.ts';
+import { DEFAULT_STATEMENT_PAGE_LINES, type StatementSource } from '../rail.ts';
 import { insertLine, LINE_COLUMNS, type LineRow, type SandboxBankLine, toSandboxLine } from './lines.ts';
 import { lockPayment } from './locks.ts';
 import { createSandboxStatementSource } from './statement-source.ts';
@@ -93,8 +93,8 @@ export function createSandboxBank(deps: SandboxBankDeps): SandboxBank {
     clock,
     openingBalance,
     // Reconciliation stores what it reads in one transaction, a page at least: the service asks for pages no longer
-    // than its batch (rails/registry.ts); alone, the size the bank gateway asks for by default.
-    pageSize: deps.statementPageSize ?? 500,
+    // than its batch (rails/registry.ts); alone, the default every statement source shares.
+    pageSize: deps.statementPageSize ?? DEFAULT_STATEMENT_PAGE_LINES,
   });
 
   async function findLine(q: Queryable, bankLineId: string): Promise<LineRow | undefined> {
