@@ -1,5 +1,6 @@
 import type { Queryable } from '../db/db.ts';
 import type { PaymentState } from '../payments/model.ts';
+import { mapInSlices } from '../shared/event-loop.ts';
 import { isoTime, minorFromDb } from '../shared/money.ts';
 import type { LineOutcome } from './matcher.ts';
 import {
@@ -10,7 +11,7 @@ import {
   type MatchFacts,
   type PaymentFacts,
 } from './model.ts';
-import { listParam, packedRows, packRows } from './packed.ts';
+import { listParam, packedRows, packRows, packRowsInSlices } from './packed.ts';
 
 /**
  * The ingested statement (recon_lines): the only SQL over it, plus the reads of payments and fundings it needs.
@@ -171,7 +172,7 @@ export async function insertLines(
   if (outcomes.length === 0) return 0;
   // bank line id, direction, amount, currency, value date, reference, hash, status, match, exception, payment,
   // funding, booked. The four nullable fields are never empty strings, so empty stands for null.
-  const rows = outcomes.map((o) => [
+  const rows = await mapInSlices(outcomes, (o) => [
     o.line.bankLineId,
     o.line.direction,
     o.line.amountMinor.toString(),
@@ -186,7 +187,7 @@ export async function insertLines(
     o.fundingId,
     o.booked ? 't' : 'f',
   ]);
-  const packed = packRows(rows);
+  const packed = await packRowsInSlices(rows);
   const source_ =
     packed !== null
       ? `SELECT x[1] AS b, x[2] AS d, x[3]::bigint AS a, x[4] AS c, x[5]::date AS v, x[6] AS r, decode(x[7], 'hex') AS h, x[8] AS s,

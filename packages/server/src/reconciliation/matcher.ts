@@ -1,3 +1,4 @@
+import { runAtOnce, SLICE_ITEMS } from '../shared/event-loop.ts';
 import {
   type ExceptionReason,
   type FundingFacts,
@@ -75,6 +76,20 @@ function sameMoney(line: IncomingLine, p: { amountMinor: bigint; currency: strin
 }
 
 export function matchBatch(lines: readonly IncomingLine[], facts: MatchFacts): BatchResult {
+  return runAtOnce(matchSteps(lines, facts));
+}
+
+/**
+ * matchBatch in slices: yields after every `slice` lines decided, so that a caller serving requests can let them
+ * in between (ingest.ts, through runInSlices); the result is the same whatever the slice. The working state lives
+ * across the yields, so later lines still see what earlier ones decided; the caller must not touch the lines or
+ * the facts until it is done.
+ */
+export function* matchSteps(
+  lines: readonly IncomingLine[],
+  facts: MatchFacts,
+  slice: number = SLICE_ITEMS,
+): Generator<void, BatchResult, void> {
   // Working copies: later lines of the batch see what earlier ones decided.
   const payments = new Map<string, PaymentFacts>();
   for (const [ref, p] of facts.payments) payments.set(ref, { ...p, debit: p.debit ? { ...p.debit } : null });
@@ -228,12 +243,16 @@ export function matchBatch(lines: readonly IncomingLine[], facts: MatchFacts): B
   }
 
   const returns: number[] = [];
-  lines.forEach((line, i) => {
+  for (let i = 0; i < lines.length; i++) {
+    if (i > 0 && i % slice === 0) yield;
+    const line = lines[i]!;
     if (line.direction === 'debit') outcomes[i] = decideDebit(line);
     else if (payments.has(line.reference)) returns.push(i);
     else outcomes[i] = decideCredit(line);
-  });
-  for (const i of returns) {
+  }
+  for (let n = 0; n < returns.length; n++) {
+    if (n > 0 && n % slice === 0) yield;
+    const i = returns[n]!;
     const line = lines[i]!;
     outcomes[i] = decideReturn(line, i, payments.get(line.reference)!);
   }

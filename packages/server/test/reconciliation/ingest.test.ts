@@ -3,7 +3,7 @@ import { GatewayError } from '../../src/rails/gateway/statement-source.ts';
 import type { BankStatementLine, StatementPage, StatementSource } from '../../src/rails/rail.ts';
 import { ingestNextPage, readCursor } from '../../src/reconciliation/ingest.ts';
 import { rawHashOf } from '../../src/reconciliation/model.ts';
-import { listParam, packRows } from '../../src/reconciliation/packed.ts';
+import { listParam, packRows, packRowsInSlices } from '../../src/reconciliation/packed.ts';
 import { ManualClock } from '../../src/shared/clock.ts';
 import { createTestDb, type TestDb } from '../support/test-db.ts';
 
@@ -174,6 +174,12 @@ describe('statement ingestion', () => {
     ]);
     expect(packRows([['a', 'b\x1fc']])).toBeNull();
     expect(packRows([['a', null]])).toBe('a\x1f');
+    // In slices (a batch of thousands): the same text, and null as soon as any slice has a separator.
+    const packable = Array.from({ length: 7 }, (_, i) => [`L${i}`, i % 2 === 0 ? null : 'x']);
+    expect(await packRowsInSlices(packable, 3)).toBe(packRows(packable));
+    expect(await packRowsInSlices([...packable, ['a', 'b\x1ec']], 3)).toBeNull();
+    expect(await packRowsInSlices([['a', 'b'], ['c']], 1)).toBeNull();
+    expect(await packRowsInSlices([])).toBe('');
     expect(listParam(['x\x1ey']).value).toEqual(['x\x1ey']);
     expect(listParam(['x', 'y']).value).toBe('x\x1ey');
     expect(listParam(['x', '']).value).toEqual(['x', '']);

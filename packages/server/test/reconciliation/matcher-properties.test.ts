@@ -1,7 +1,7 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import type { PaymentState } from '../../src/payments/model.ts';
-import { matchBatch } from '../../src/reconciliation/matcher.ts';
+import { matchBatch, matchSteps } from '../../src/reconciliation/matcher.ts';
 import {
   type FundingFacts,
   fundingKey,
@@ -10,6 +10,7 @@ import {
   type PaymentFacts,
   rawHashOf,
 } from '../../src/reconciliation/model.ts';
+import { runAtOnce, runInSlices } from '../../src/shared/event-loop.ts';
 
 /**
  * The pure matcher over random batches: payments in every state (some already debited or returned), fundings
@@ -182,6 +183,33 @@ describe('matcher properties', () => {
         for (const id of result.pairedAwaiting) expect(id).toMatch(/^OLD-D/);
       }),
       { numRuns: 500 },
+    );
+  });
+
+  it('in slices (as ingestion runs it between requests) it decides exactly what it decides in one stretch', async () => {
+    await fc.assert(
+      fc.asyncProperty(world, fc.integer({ min: 1, max: 7 }), async (w, slice) => {
+        const { lines, facts } = build(w);
+        const whole = matchBatch(lines, facts);
+        // Each yield is a point where other work may run: the generator must stop at them, one per slice.
+        let yields = 0;
+        const steps = matchSteps(lines, facts, slice);
+        const counted = (function* () {
+          for (;;) {
+            const next = steps.next();
+            if (next.done) return next.value;
+            yields++;
+            yield;
+          }
+        })();
+        expect(runAtOnce(counted)).toEqual(whole);
+        const returns = lines.filter((l) => l.direction === 'credit' && facts.payments.has(l.reference)).length;
+        expect(yields).toBe(
+          Math.max(0, Math.ceil(lines.length / slice) - 1) + Math.max(0, Math.ceil(returns / slice) - 1),
+        );
+        expect(await runInSlices(matchSteps(lines, facts, slice))).toEqual(whole);
+      }),
+      { numRuns: 200 },
     );
   });
 });
