@@ -308,7 +308,13 @@ export async function benchReconciliation(options: { lines?: number } = {}): Pro
     const deadline = Date.now() + timeoutMs;
     for (;;) {
       // The batch the service uses on this database (reconciliation/domain.ts).
-      const r = await ingestNextPage({ db: timed, clock, source, logger, maxBatchLines: batchLinesFor(db.kind) });
+      const r = await ingestNextPage({
+        db: timed,
+        clock,
+        source,
+        logger,
+        maxBatchLines: batchLinesFor(db.kind, false),
+      });
       if (r.kind === 'caught_up') break;
       if (r.kind !== 'ingested') throw new Error(`unexpected ingestion result ${r.kind}`);
       batches++;

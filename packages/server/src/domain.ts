@@ -1,4 +1,5 @@
 import type { FastifyInstance } from 'fastify';
+import type { WorkerStep } from './shared/run-worker.ts';
 
 /**
  * What a domain hands the composition root: its routes on either listener and its background loops.
@@ -8,7 +9,7 @@ import type { FastifyInstance } from 'fastify';
 export interface BackgroundWorker {
   name: string;
   /** Does one unit of work; returns an id when it did something, undefined when there was nothing to do. */
-  processNext(): Promise<string | undefined>;
+  processNext(step?: WorkerStep): Promise<string | undefined>;
   idleMs: number;
   /** The most of the wall time the loop takes while it has a backlog (run-worker.ts); default all of it. */
   busyShare?: number;

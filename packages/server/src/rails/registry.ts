@@ -24,7 +24,7 @@ export interface RailSetup {
  * longer than its batch (reconciliation/ingest.ts) would make the batch that long.
  */
 export function statementPageLinesFor(kind: Db['kind']): number {
-  return Math.min(DEFAULT_STATEMENT_PAGE_LINES, batchLinesFor(kind));
+  return Math.min(DEFAULT_STATEMENT_PAGE_LINES, batchLinesFor(kind, true));
 }
 
 export function createRails(ctx: Pick<AppContext, 'config' | 'db' | 'clock'>): RailSetup {

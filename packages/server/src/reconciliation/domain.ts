@@ -1,6 +1,7 @@
 import type { AppContext } from '../context.ts';
 import type { Domain } from '../domain.ts';
 import type { RailSetup } from '../rails/registry.ts';
+import type { WorkerStep } from '../shared/run-worker.ts';
 import { registerReconciliationAdminRoutes } from './admin-routes.ts';
 import { type BalanceCheckResult, createBalanceCheck, type StatementPosition } from './balance.ts';
 import { batchLinesFor, type IngestResult, type IngestSummary, ingestNextPage } from './ingest.ts';
@@ -42,10 +43,11 @@ const MAX_PASS_STEPS = 10_000;
  * it off. Resting as long as each batch took lets the payments caught behind one batch finish before the next: p99
  * 87-121 ms, 21 % less on the means of six alternated pairs (docs/performance.md, fifteenth session). Ingestion
  * keeps half its speed under load, still about three times the pace of the payments that make the lines, and all of
- * it with no request in flight (compose.ts passes the loop that condition). PostgreSQL runs the batches beside the
- * requests: there smaller batches with the same rest changed nothing, and it has none.
+ * it with no request in flight (compose.ts passes the loop that condition). On PostgreSQL the batches run beside
+ * the requests but share their cores, and the same rest with smaller batches spreads a pass out there too
+ * (ingest.ts, POSTGRES_BATCH_LINES).
  */
-const EMBEDDED_BUSY_SHARE = 0.5;
+const BUSY_SHARE = 0.5;
 
 export function createReconciliationDomain(
   ctx: AppContext,
@@ -75,9 +77,16 @@ export function createReconciliationDomain(
     for (const a of s.actions) metrics.paymentsDecided.inc({ outcome: a.kind });
     for (const p of s.moved) ctx.metrics.paymentTransition(p);
   };
-  const maxBatchLines = batchLinesFor(db.kind);
-  const ingest = (): Promise<IngestResult> =>
-    ingestNextPage({ db, clock, source, logger: quietLogger, onIngested, maxBatchLines });
+  // `serving`: whether requests are in flight (run-worker.ts), which makes a PostgreSQL batch smaller (ingest.ts).
+  const ingest = (serving: boolean): Promise<IngestResult> =>
+    ingestNextPage({
+      db,
+      clock,
+      source,
+      logger: quietLogger,
+      onIngested,
+      maxBatchLines: batchLinesFor(db.kind, serving),
+    });
   const balance = createBalanceCheck({
     db,
     clock,
@@ -97,8 +106,8 @@ export function createReconciliationDomain(
   const watch = createWatch({ db, clock, graceMs: budgetMs });
 
   /** Ingests what is new; the statement's position when there was nothing (the balance check's condition). */
-  async function caughtUpAt(): Promise<StatementPosition | null> {
-    const r = await ingest();
+  async function caughtUpAt(serving: boolean): Promise<StatementPosition | null> {
+    const r = await ingest(serving);
     return r.kind === 'caught_up' ? { cursor: r.cursor } : null;
   }
 
@@ -109,11 +118,11 @@ export function createReconciliationDomain(
    * commit, and its lines so fresh that it locked payments the payment path was booking that moment (which then
    * waited for it) and completed some of them itself, one transition at a time (docs/performance.md).
    */
-  async function statementNext(): Promise<string | undefined> {
-    const result = await ingest();
+  async function statementNext(step: WorkerStep = { serving: true }): Promise<string | undefined> {
+    const result = await ingest(step.serving);
     if (result.kind === 'raced' || (result.kind === 'ingested' && !result.atEnd)) return result.kind;
     if (result.kind === 'unavailable') return undefined;
-    await balance.checkDue(caughtUpAt);
+    await balance.checkDue(() => caughtUpAt(step.serving));
     return undefined;
   }
 
@@ -127,27 +136,28 @@ export function createReconciliationDomain(
         name: 'reconciliation.statement',
         processNext: statementNext,
         idleMs: intervalMs,
-        ...(db.kind === 'embedded' ? { busyShare: EMBEDDED_BUSY_SHARE } : {}),
+        busyShare: BUSY_SHARE,
       },
       { name: 'reconciliation.requery', processNext: requery.requeryNext, idleMs: intervalMs },
       { name: 'reconciliation.watch', processNext: watch.checkNext, idleMs: intervalMs },
     ],
     async reconcileOnce() {
+      // An operator's request: the API may be serving others meanwhile, so its batches are the serving size.
       const pass: ReconcilePass = { pages: 0, requeried: 0, watched: 0, balances: [] };
       for (let i = 0; i < MAX_PASS_STEPS; i++) {
-        const r = await ingest();
+        const r = await ingest(true);
         if (r.kind !== 'ingested' && r.kind !== 'raced') break;
         pass.pages++;
       }
       for (let i = 0; i < MAX_PASS_STEPS && (await requery.requeryNext()) !== undefined; i++) pass.requeried++;
       // Re-queries may have completed payments whose debits are already stored, or shown new lines: read again.
       for (let i = 0; i < MAX_PASS_STEPS; i++) {
-        const r = await ingest();
+        const r = await ingest(true);
         if (r.kind !== 'ingested' && r.kind !== 'raced') break;
         pass.pages++;
       }
       for (let i = 0; i < MAX_PASS_STEPS && (await watch.checkNext()) !== undefined; i++) pass.watched++;
-      pass.balances = await balance.checkDue(caughtUpAt);
+      pass.balances = await balance.checkDue(() => caughtUpAt(true));
       return pass;
     },
   };

@@ -51,13 +51,26 @@ export const DEFAULT_BATCH_LINES = 5000;
  * caught behind those holds were a third of the POST's slowest 1 %; with 100 the POST's p99 fell by a fifth (eight
  * alternated pairs, docs/performance.md, twenty-first session) and the payments a second did not move. A backlog is
  * then read at some 2,000 lines a second under the payment load (the loop's rest included, domain.ts), still more
- * than the payments make; with nobody waiting the loop does not rest. PostgreSQL runs the transaction beside the
- * requests, so there the batch stays large.
+ * than the payments make; with nobody waiting the loop does not rest.
  */
 export const EMBEDDED_BATCH_LINES = 100;
 
-export function batchLinesFor(kind: Db['kind']): number {
-  return kind === 'embedded' ? EMBEDDED_BATCH_LINES : DEFAULT_BATCH_LINES;
+/**
+ * PostgreSQL runs the transaction beside the requests, but on the same cores: a batch of 5,000 lines was some 35
+ * ms of one backend's work in three statements (storing, the payments' facts, the debit watch), and the payment
+ * step's backend shared a core with it meanwhile, so every payment in flight took longer. While requests are in
+ * flight, batches of 1,000, resting as long as each took (domain.ts), spread a pass out: six alternated pairs of the
+ * POST bench, p99 22.8 ms against 24.5 on the means (lower in five, one even), 3,100 payments a second against
+ * 3,030, and the server's RSS 128-139 MB after the run against 156-178 (docs/performance.md, twenty-third session).
+ * With nobody waiting, a backlog is read in batches of 5,000: 1,000 read it a sixth slower (the reconciliation
+ * bench, 42,000 lines a second against 49,000).
+ */
+export const POSTGRES_SERVING_BATCH_LINES = 1000;
+
+/** Most lines a batch stores: `serving`, whether requests are in flight in this process (run-worker.ts). */
+export function batchLinesFor(kind: Db['kind'], serving: boolean): number {
+  if (kind === 'embedded') return EMBEDDED_BATCH_LINES;
+  return serving ? POSTGRES_SERVING_BATCH_LINES : DEFAULT_BATCH_LINES;
 }
 
 export interface IngestSummary {

@@ -11,6 +11,15 @@ import { yieldToEventLoop } from './event-loop.ts';
  * 250-480 ms).
  */
 
+/** What the loop tells each step. */
+export interface WorkerStep {
+  /**
+   * Someone is waiting for this process (restWhile answers true; with no restWhile, always): a step should hold
+   * the thread and the database briefly, at the cost of its own speed (reconciliation/ingest.ts, batchLinesFor).
+   */
+  serving: boolean;
+}
+
 /** The part of a pino logger the loop uses. */
 export interface WorkerLogger {
   info(obj: object, msg?: string): void;
@@ -60,7 +69,7 @@ export function sleep(ms: number, signal: AbortSignal): Promise<void> {
 /** Resolves once the signal has aborted and the processNext in flight (if any) has finished. */
 export async function runWorker(
   name: string,
-  processNext: () => Promise<string | undefined>,
+  processNext: (step: WorkerStep) => Promise<string | undefined>,
   options: RunWorkerOptions,
 ): Promise<void> {
   const { idleMs, signal, logger } = options;
@@ -73,7 +82,7 @@ export async function runWorker(
   while (!signal.aborted) {
     try {
       const started = now();
-      const id = await processNext();
+      const id = await processNext({ serving: options.restWhile?.() ?? true });
       consecutiveErrors = 0;
       if (id === undefined) await pause(idleMs, signal);
       else if (restPerBusy > 0 && (options.restWhile?.() ?? true)) await pause((now() - started) * restPerBusy, signal);

@@ -190,6 +190,32 @@ describe('runWorker', () => {
     expect(timeline).toEqual(['step 10', 'pause 10', 'step 20', 'step 30', 'pause 30', 'pause 1000']);
   });
 
+  it('tells each step whether someone is waiting: what restWhile answers, and yes without it', async () => {
+    for (const [restWhile, expected] of [
+      [undefined, [true, true, true]],
+      [(done: number) => done !== 1, [true, false, true]],
+    ] as const) {
+      const controller = new AbortController();
+      const seen: boolean[] = [];
+      await runWorker(
+        'told',
+        async (step) => {
+          seen.push(step.serving);
+          if (seen.length === 3) controller.abort();
+          return `job-${seen.length}`;
+        },
+        {
+          idleMs: 1000,
+          signal: controller.signal,
+          logger: memoryLogger(),
+          ...(restWhile === undefined ? {} : { restWhile: () => restWhile(seen.length) }),
+          sleep: async () => {},
+        },
+      );
+      expect(seen).toEqual(expected);
+    }
+  });
+
   it('refuses a busy share outside (0, 1]', async () => {
     const options = { idleMs: 10, signal: new AbortController().signal, logger: memoryLogger() };
     for (const busyShare of [0, -0.5, 1.5, Number.NaN]) {
