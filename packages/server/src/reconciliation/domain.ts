@@ -45,7 +45,7 @@ const MAX_PASS_STEPS = 10_000;
  * keeps half its speed under load, still about three times the pace of the payments that make the lines, and all of
  * it with no request in flight (compose.ts passes the loop that condition). On PostgreSQL the batches run beside
  * the requests but share their cores, and the same rest with smaller batches spreads a pass out there too
- * (ingest.ts, POSTGRES_BATCH_LINES).
+ * (ingest.ts, POSTGRES_SERVING_BATCH_LINES).
  */
 const BUSY_SHARE = 0.5;
 

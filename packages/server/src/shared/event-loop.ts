@@ -23,7 +23,7 @@ export function afterTurns(turns: number, start: () => void): void {
 
 /**
  * Items a slice of synchronous work takes before the event loop turns (mapInSlices, runInSlices). A statement
- * batch of thousands of lines (reconciliation on PostgreSQL takes 5,000) held the thread 20 ms and more in one
+ * batch of thousands of lines (reconciliation on PostgreSQL takes up to 5,000) held the thread 20 ms and more in one
  * stretch, and every request in flight waited for it; 500 items of the heaviest work there (the matcher, ~4.6 µs a
  * line on a slow hour) are about 2 ms. Batches of up to this many run in one stretch, as before.
  */
