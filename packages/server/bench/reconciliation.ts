@@ -307,7 +307,7 @@ export async function benchReconciliation(options: { lines?: number } = {}): Pro
     const started = process.hrtime.bigint();
     const deadline = Date.now() + timeoutMs;
     for (;;) {
-      // The batch the service uses on this database (reconciliation/domain.ts).
+      // The batch the service uses on this database with nobody waiting (reconciliation/ingest.ts, batchLinesFor).
       const r = await ingestNextPage({
         db: timed,
         clock,

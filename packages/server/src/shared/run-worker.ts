@@ -77,15 +77,17 @@ export async function runWorker(
   const pause = options.sleep ?? sleep;
   const now = options.now ?? (() => performance.now());
   const restPerBusy = restPerBusyOf(options.busyShare ?? 1);
+  // Asked before each step (what the step is told) and after it (whether to rest): someone may arrive meanwhile.
+  const serving = (): boolean => options.restWhile?.() ?? true;
   let consecutiveErrors = 0;
   logger.info({ worker: name }, 'worker started');
   while (!signal.aborted) {
     try {
       const started = now();
-      const id = await processNext({ serving: options.restWhile?.() ?? true });
+      const id = await processNext({ serving: serving() });
       consecutiveErrors = 0;
       if (id === undefined) await pause(idleMs, signal);
-      else if (restPerBusy > 0 && (options.restWhile?.() ?? true)) await pause((now() - started) * restPerBusy, signal);
+      else if (restPerBusy > 0 && serving()) await pause((now() - started) * restPerBusy, signal);
       else await yieldToEventLoop();
     } catch (err) {
       consecutiveErrors++;
