@@ -9,9 +9,10 @@ import { wasmFunctionNames } from './wasm-names.ts';
  * most self time, the project's own functions with the most total time (self plus everything they call), and on
  * the embedded database PostgreSQL's functions inside PGlite by name (wasm-names.ts): each sample in PGlite's code
  * charged to the nearest frame on its stack that has one, and the total under each.
- *   node --import tsx packages/server/bench/profile-summary.ts <file.cpuprofile> [top=25] [--load]
+ *   node --import tsx packages/server/bench/profile-summary.ts <file.cpuprofile> [top=25] [--load[=percent]]
  * --load keeps only the longest stretch of seconds in which the thread was busy 80 % or more: a bench's timed run,
- * without the start, the seeding and the pre-signing around it.
+ * without the start, the seeding and the pre-signing around it. --load=60 takes 60 % instead: a server that waits
+ * on PostgreSQL is busy well under 80 % during a run, and the start-up's seconds would be the longest stretch.
  */
 
 interface ProfileNode {
@@ -186,17 +187,24 @@ function installedPgliteWasm(): string | undefined {
 }
 
 if (process.argv[1] && path.resolve(process.argv[1]) === path.resolve(new URL(import.meta.url).pathname)) {
-  const args = process.argv.slice(2).filter((a) => a !== '--load');
+  const loadArg = process.argv.find((a) => a === '--load' || a.startsWith('--load='));
+  const args = process.argv.slice(2).filter((a) => a !== loadArg);
   const file = args[0];
   if (!file) {
-    process.stderr.write('usage: profile-summary.ts <file.cpuprofile> [top] [--load]\n');
+    process.stderr.write('usage: profile-summary.ts <file.cpuprofile> [top] [--load[=percent]]\n');
     process.exit(2);
   }
   const profile = JSON.parse(await readFile(file, 'utf8')) as Profile;
   const options: SummaryOptions = {};
-  if (process.argv.includes('--load')) {
-    const window = loadWindow(profile);
-    if (window === null) process.stderr.write('no second of the profile was 80 % busy: summarising all of it\n');
+  if (loadArg !== undefined) {
+    const percent = loadArg === '--load' ? 80 : Number(loadArg.slice('--load='.length));
+    if (!(percent > 0 && percent <= 100)) {
+      process.stderr.write(`${loadArg}: the busy share is a percentage, 1 to 100\n`);
+      process.exit(2);
+    }
+    const window = loadWindow(profile, percent / 100);
+    if (window === null)
+      process.stderr.write(`no second of the profile was ${percent} % busy: summarising all of it\n`);
     else options.window = window;
   }
   const wasm = installedPgliteWasm();

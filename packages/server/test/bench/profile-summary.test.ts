@@ -114,6 +114,23 @@ describe('the CPU profile summary', () => {
     expect(summarise(profile, 25, { window: window! }).totalMs).toBe(3000);
     expect(loadWindow({ ...profile, samples: profile.samples.map(() => 2) })).toBeNull();
   });
+
+  it('takes a lower busy share when given one (a server waiting on PostgreSQL is busy well under 80 %)', () => {
+    const profile = {
+      nodes: [frame(1, '(root)', '', [2, 3]), frame(2, '(idle)', ''), frame(3, 'work', 'file:///x.js')],
+      samples: [] as number[],
+      timeDeltas: [] as number[],
+    };
+    // Seconds: 0 fully busy, 1-3 busy 6 samples in 10, 4 idle.
+    for (const share of [10, 6, 6, 6, 0])
+      for (let i = 0; i < 10; i++) {
+        profile.samples.push(i < share ? 3 : 2);
+        profile.timeDeltas.push(100_000);
+      }
+    expect(loadWindow(profile)).toEqual({ fromUs: 0, toUs: 1e6 });
+    expect(loadWindow(profile, 0.6)).toEqual({ fromUs: 0, toUs: 4e6 });
+    expect(loadWindow(profile, 0.75)).toEqual({ fromUs: 0, toUs: 1e6 });
+  });
 });
 
 describe("a WebAssembly module's function names", () => {
