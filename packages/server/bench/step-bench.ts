@@ -11,13 +11,15 @@ import { start } from '../src/server.ts';
 import { systemClock } from '../src/shared/clock.ts';
 import { inProcessSetup } from './in-process.ts';
 import { completedPaymentBody, seedClients } from './seed.ts';
+import { schedOf } from './server-process.ts';
 import { createAdminCaller } from './signing.ts';
 
 /**
  * The payment path's database step on its own: batches of reserves and bookings through advanceBatch, as the
  * pipeline makes them, with no HTTP, no rail and no background worker running beside them. What it prints (the
- * database time of a step and of a payment) moves with the machine's speed like every timing here, but it is
- * quick and steady enough to compare two versions of the step's SQL alternated in one sitting.
+ * database time of a step and of a payment, and the CPU a payment of the database's backends and of this process)
+ * moves with the machine's speed like every timing here, but it is quick and steady enough to compare two versions
+ * of the step's SQL alternated in one sitting.
  *
  *   node --import tsx packages/server/bench/step-bench.ts [embedded|postgres] [batch=12] [steps=300]
  *
@@ -74,6 +76,34 @@ export interface StepTiming {
   batch: number;
   msPerStep: number;
   msPerPayment: number;
+  /**
+   * CPU a payment of the database's backends (PostgreSQL on this machine, /proc/<pid>/schedstat: time on a core, to
+   * the nanosecond) and of this process, in µs, over the timed steps. Unlike the wall time it leaves out the waits
+   * (the commit's flush, the turns of the other process), so it moves less from round to round; null where the
+   * backends cannot be read (the embedded database runs in this process: its CPU is the process's).
+   */
+  databaseCpuUsPerPayment: number | null;
+  processCpuUsPerPayment: number;
+}
+
+/** The backends serving this database, as pg_stat_activity lists them (PostgreSQL only). */
+async function backendPids(db: Db): Promise<number[]> {
+  if (db.kind !== 'postgres') return [];
+  const { rows } = await db.query<{ pid: number }>(
+    'SELECT pid FROM pg_stat_activity WHERE datname = current_database()',
+  );
+  return rows.map((r) => Number(r.pid));
+}
+
+/** Seconds on a core of the given processes together; null if any cannot be read. */
+function runSeconds(pids: readonly number[]): number | null {
+  let total = 0;
+  for (const pid of pids) {
+    const t = schedOf(pid);
+    if (t === null) return null;
+    total += t.run;
+  }
+  return total;
 }
 
 /** Runs `steps` steps of `batch` payments on db (seeded with keys) and times them. */
@@ -83,6 +113,10 @@ export async function timeSteps(db: Db, keys: readonly Key[], batch: number, ste
   let n = 0;
   let pending: Payment[] = [];
   let elapsed = 0;
+  let databaseCpu: number | null = 0;
+  let processCpu = 0;
+  // Read before the first step: a connection the pool opens later (it does not, one step at a time) goes uncounted.
+  const pids = await backendPids(db);
   const book = () => pending.map((payment) => ({ payment, outcome: { kind: 'completed' } as const }));
   for (let s = 0; s <= steps; s++) {
     const items: ReserveItem[] = [];
@@ -91,20 +125,37 @@ export async function timeSteps(db: Db, keys: readonly Key[], batch: number, ste
       nonces[k]! += 1n;
       items.push(reserveItem(keys[k]!, n, nonces[k]!, runTag));
     }
+    const counted = s > 0 && s < steps;
+    const cpu0 = counted ? runSeconds(pids) : null;
+    const proc0 = process.cpuUsage();
     const t0 = performance.now();
     // Joint: one call books the previous batch and reserves this one; separate: the booking, then the reserve.
     const first = await advanceBatch(db, systemClock, joint ? items : [], book());
     for (const b of first.booked) if (!b.ok) throw b.error;
     const { reserved } = joint ? first : await advanceBatch(db, systemClock, items, []);
     // The first step has nothing to book and the last nothing to reserve: neither is timed.
-    if (s > 0 && s < steps) elapsed += performance.now() - t0;
+    if (counted) {
+      elapsed += performance.now() - t0;
+      const used = process.cpuUsage(proc0);
+      processCpu += (used.user + used.system) / 1e6;
+      const cpu1 = runSeconds(pids);
+      databaseCpu = databaseCpu === null || cpu0 === null || cpu1 === null ? null : databaseCpu + (cpu1 - cpu0);
+    }
     pending = reserved.map((r) => {
       if (r.ok && r.value.kind === 'created') return r.value.payment;
       throw new Error(`a reserve answered ${r.ok ? r.value.kind : String(r.error)}`);
     });
   }
   const timed = Math.max(1, steps - 1);
-  return { steps: timed, batch, msPerStep: elapsed / timed, msPerPayment: elapsed / timed / batch };
+  const payments = timed * batch;
+  return {
+    steps: timed,
+    batch,
+    msPerStep: elapsed / timed,
+    msPerPayment: elapsed / payments,
+    databaseCpuUsPerPayment: pids.length === 0 || databaseCpu === null ? null : (databaseCpu * 1e6) / payments,
+    processCpuUsPerPayment: (processCpu * 1e6) / payments,
+  } satisfies StepTiming;
 }
 
 async function main(): Promise<void> {
@@ -141,7 +192,9 @@ async function main(): Promise<void> {
         versions.push(['migrated  ', await readFile(process.env['STEP_SQL_BASE'], 'utf8')]);
     }
     const rounds = Number(process.env['STEP_ROUNDS'] ?? 3);
-    const perPayment: number[][] = versions.map(() => []);
+    // Per version, per round: wall time, the database's CPU and this process's, each in µs a payment.
+    const measures = ['wall', 'database CPU', 'process CPU'] as const;
+    const perPayment: (number | null)[][][] = versions.map(() => measures.map(() => []));
     for (let r = 0; r < rounds; r++) {
       for (const [v, [label, sql]] of versions.entries()) {
         if (sql !== undefined) {
@@ -149,28 +202,42 @@ async function main(): Promise<void> {
           await timeSteps(db, keys, batch, 10, joint);
         }
         const t = await timeSteps(db, keys, batch, steps, joint);
-        perPayment[v]!.push(t.msPerPayment * 1000);
+        const values = [t.msPerPayment * 1000, t.databaseCpuUsPerPayment, t.processCpuUsPerPayment];
+        values.forEach((value, m) => perPayment[v]![m]!.push(value));
+        const own = `${t.processCpuUsPerPayment.toFixed(0)} µs this process`;
+        const cpu =
+          t.databaseCpuUsPerPayment === null
+            ? `, CPU ${own}`
+            : `, CPU ${t.databaseCpuUsPerPayment.toFixed(0)} µs database / ${own}`;
         process.stdout.write(
           `${label}${backend} ${joint ? 'joint' : 'separate'} batch ${batch}: ${t.msPerStep.toFixed(2)} ms a step, ` +
-            `${(t.msPerPayment * 1000).toFixed(0)} µs a payment (${t.steps} steps)\n`,
+            `${(t.msPerPayment * 1000).toFixed(0)} µs a payment${cpu} (${t.steps} steps)\n`,
         );
       }
     }
-    for (const [v, [label]] of versions.entries()) {
-      const sorted = [...perPayment[v]!].sort((a, b) => a - b);
-      const median = sorted[Math.floor(sorted.length / 2)]!;
-      process.stdout.write(`${label}median ${median.toFixed(0)} µs a payment, best ${sorted[0]!.toFixed(0)}\n`);
-    }
-    if (versions.length === 2) {
-      // Each round's candidate against the migrated version timed right after it: the machine's drift cancels.
-      const ratios = perPayment[0]!.map((c, i) => c / perPayment[1]![i]!).sort((a, b) => a - b);
-      const mid = ratios[Math.floor(ratios.length / 2)]!;
-      const q1 = ratios[Math.floor(ratios.length / 4)]!;
-      const q3 = ratios[Math.floor((3 * ratios.length) / 4)]!;
+    const quartiles = (xs: number[]) => {
+      const sorted = [...xs].sort((a, b) => a - b);
+      const at = (f: number) => sorted[Math.floor(f * sorted.length)]!;
+      return { q1: at(0.25), median: at(0.5), q3: at(0.75), best: sorted[0]! };
+    };
+    measures.forEach((measure, m) => {
+      for (const [v, [label]] of versions.entries()) {
+        const xs = perPayment[v]![m]!;
+        if (xs.some((x) => x === null)) continue;
+        const { median, best } = quartiles(xs as number[]);
+        process.stdout.write(`${label}${measure}: median ${median.toFixed(0)} µs a payment, best ${best.toFixed(0)}\n`);
+      }
+      if (versions.length !== 2) return;
+      const c = perPayment[0]![m]!;
+      const b = perPayment[1]![m]!;
+      if (c.some((x) => x === null) || b.some((x) => x === null)) return;
+      // Each round's candidate against the migrated version measured right after it: the machine's drift cancels.
+      const { q1, median, q3 } = quartiles(c.map((x, i) => x! / b[i]!));
       process.stdout.write(
-        `candidate / migrated, round by round: median ${mid.toFixed(3)} (quartiles ${q1.toFixed(3)}-${q3.toFixed(3)})\n`,
+        `candidate / migrated, ${measure}, round by round: median ${median.toFixed(3)} ` +
+          `(quartiles ${q1.toFixed(3)}-${q3.toFixed(3)})\n`,
       );
-    }
+    });
   } finally {
     await setup.cleanup();
   }
