@@ -203,7 +203,9 @@ async function main(): Promise<void> {
         }
         const t = await timeSteps(db, keys, batch, steps, joint);
         const values = [t.msPerPayment * 1000, t.databaseCpuUsPerPayment, t.processCpuUsPerPayment];
-        values.forEach((value, m) => perPayment[v]![m]!.push(value));
+        values.forEach((value, m) => {
+          perPayment[v]![m]!.push(value);
+        });
         const own = `${t.processCpuUsPerPayment.toFixed(0)} µs this process`;
         const cpu =
           t.databaseCpuUsPerPayment === null
