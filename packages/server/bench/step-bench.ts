@@ -95,18 +95,29 @@ async function backendPids(db: Db): Promise<number[]> {
   return rows.map((r) => Number(r.pid));
 }
 
-/** Seconds on a core of the given processes together; null if any cannot be read. */
-function runSeconds(pids: readonly number[]): number | null {
-  let total = 0;
+/** Seconds on a core of each of the given processes that can be read, by pid. */
+function runSeconds(pids: readonly number[]): Map<number, number> {
+  const out = new Map<number, number>();
   for (const pid of pids) {
     const t = schedOf(pid);
-    if (t === null) return null;
-    total += t.run;
+    if (t !== null) out.set(pid, t.run);
   }
-  return total;
+  return out;
 }
 
-/** Runs `steps` steps of `batch` payments on db (seeded with keys) and times them. */
+/** The time on a core between two readings, of the processes read both times (the pool closes idle connections). */
+function runDelta(before: Map<number, number>, after: Map<number, number>): number | null {
+  let total = 0;
+  let read = 0;
+  for (const [pid, t0] of before) {
+    const t1 = after.get(pid);
+    if (t1 === undefined) continue;
+    total += t1 - t0;
+    read++;
+  }
+  return read === 0 ? null : total;
+}
+
 export async function timeSteps(db: Db, keys: readonly Key[], batch: number, steps: number, joint: boolean) {
   const runTag = randomBytes(4).toString('hex');
   const nonces = keys.map(() => BigInt(Date.now()) * 1_000_000n);
@@ -126,7 +137,7 @@ export async function timeSteps(db: Db, keys: readonly Key[], batch: number, ste
       items.push(reserveItem(keys[k]!, n, nonces[k]!, runTag));
     }
     const counted = s > 0 && s < steps;
-    const cpu0 = counted ? runSeconds(pids) : null;
+    const cpu0 = counted ? runSeconds(pids) : new Map<number, number>();
     const proc0 = process.cpuUsage();
     const t0 = performance.now();
     // Joint: one call books the previous batch and reserves this one; separate: the booking, then the reserve.
@@ -138,8 +149,8 @@ export async function timeSteps(db: Db, keys: readonly Key[], batch: number, ste
       elapsed += performance.now() - t0;
       const used = process.cpuUsage(proc0);
       processCpu += (used.user + used.system) / 1e6;
-      const cpu1 = runSeconds(pids);
-      databaseCpu = databaseCpu === null || cpu0 === null || cpu1 === null ? null : databaseCpu + (cpu1 - cpu0);
+      const backendRun = runDelta(cpu0, runSeconds(pids));
+      databaseCpu = databaseCpu === null || backendRun === null ? null : databaseCpu + backendRun;
     }
     pending = reserved.map((r) => {
       if (r.ok && r.value.kind === 'created') return r.value.payment;
