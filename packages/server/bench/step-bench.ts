@@ -79,7 +79,7 @@ export interface StepTiming {
   /**
    * CPU a payment of the database's backends (PostgreSQL on this machine, /proc/<pid>/schedstat: time on a core, to
    * the nanosecond) and of this process, in µs, over the timed steps. Unlike the wall time it leaves out the waits
-   * (the commit's flush, the turns of the other process), so it moves less from round to round; null where the
+   * (the commit's flush, the round trip), so it says which part of a step a candidate changed; null where the
    * backends cannot be read (the embedded database runs in this process: its CPU is the process's).
    */
   databaseCpuUsPerPayment: number | null;
@@ -118,6 +118,7 @@ function runDelta(before: Map<number, number>, after: Map<number, number>): numb
   return read === 0 ? null : total;
 }
 
+/** Runs `steps` steps of `batch` payments on db (seeded with keys) and times them. */
 export async function timeSteps(db: Db, keys: readonly Key[], batch: number, steps: number, joint: boolean) {
   const runTag = randomBytes(4).toString('hex');
   const nonces = keys.map(() => BigInt(Date.now()) * 1_000_000n);
