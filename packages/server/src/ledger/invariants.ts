@@ -16,9 +16,9 @@ const UNDECLARED_REFERENCES = [
 
 /**
  * The ledger's invariants, checked from the journal itself: every entry balances per currency, every client's
- * cached available balance equals −(sum of its postings) − (its open holds) (the service's own accounts cache
- * nothing), no client's available balance is negative, and every payment, hold, posting, event and daily usage
- * names a parent that exists. Returns the violations (empty when the ledger is sound).
+ * cached available balance equals −(sum of its postings) − (its open holds), every bank account's rows of totals
+ * (migration 0038) sum to its postings, no client's available balance is negative, and every payment, hold,
+ * posting, event and daily usage names a parent that exists. Returns the violations (empty when the ledger is sound).
  */
 export async function ledgerViolations(q: Queryable): Promise<string[]> {
   const out: string[] = [];
@@ -49,6 +49,23 @@ export async function ledgerViolations(q: Queryable): Promise<string[]> {
   for (const r of cached.rows) {
     out.push(`account ${r.id} caches ${r.cached} available but its postings and open holds leave ${r.actual}`);
   }
+  // The bank accounts' rows of totals (migration 0038) against their postings.
+  const bankTotals = await q.query<{ id: string; kept: string; actual: string }>(
+    `SELECT a.id, coalesce(d.total, 0)::text AS kept, coalesce(p.total, 0)::text AS actual
+     FROM ledger_accounts a
+     LEFT JOIN (SELECT account_id, sum(amount_minor) AS total FROM bank_balance_deltas GROUP BY account_id) d
+       ON d.account_id = a.id
+     LEFT JOIN (SELECT account_id, sum(amount_minor) AS total FROM postings GROUP BY account_id) p ON p.account_id = a.id
+     WHERE a.kind = 'bank' AND coalesce(d.total, 0) <> coalesce(p.total, 0)`,
+  );
+  for (const r of bankTotals.rows) {
+    out.push(`bank account ${r.id} keeps a total of ${r.kept} but its postings sum to ${r.actual}`);
+  }
+  const orphanTotals = await q.query<{ id: string }>(
+    `SELECT DISTINCT account_id AS id FROM bank_balance_deltas d
+     WHERE NOT EXISTS (SELECT 1 FROM ledger_accounts a WHERE a.id = d.account_id AND a.kind = 'bank')`,
+  );
+  for (const r of orphanTotals.rows) out.push(`bank_balance_deltas names ${r.id}, which is no bank account`);
   const negative = await q.query<{ id: string }>(
     `SELECT id FROM ledger_accounts WHERE kind = 'client_balance' AND available_minor < 0`,
   );

@@ -43,6 +43,22 @@ export interface BalanceFigures {
 }
 
 /**
+ * Folds the bank account's rows of totals (migration 0038: one row per statement that wrote its postings) into one,
+ * so that reading its balance stays a read of a few rows however long the ledger grows. The rows deleted are the
+ * rows summed into the new one, in one statement: a row a payment commits meanwhile is not seen, so not deleted,
+ * and is folded by a later check; a second process folding at the same moment waits for this one's deletes and
+ * then finds those rows gone.
+ */
+export async function compactBankDeltas(q: Queryable, currency: string): Promise<void> {
+  await q.query(
+    `WITH folded AS (DELETE FROM bank_balance_deltas WHERE account_id = $1 RETURNING amount_minor)
+     INSERT INTO bank_balance_deltas (account_id, amount_minor)
+     SELECT $1, sum(amount_minor) FROM folded HAVING count(*) > 0`,
+    [bankAccountId(currency)],
+  );
+}
+
+/**
  * The ledger's side and the explained part, read in one statement. Under READ COMMITTED each statement sees the
  * database as of its own start: read in two, a funding (or a payout) committing between them would count in the
  * ledger's balance and not among the fundings awaiting their credit (or the payouts awaiting their debit), and on
@@ -51,8 +67,8 @@ export interface BalanceFigures {
 export async function balanceFigures(q: Queryable, currency: string): Promise<BalanceFigures> {
   const { rows } = await q.query<{ ledger: string; unbooked: string; watched: string; fundings: string }>(
     `SELECT
-       -- The service's own accounts keep no cached total: the bank account's balance is the sum of its postings.
-       coalesce((SELECT sum(amount_minor) FROM postings WHERE account_id = $2), 0)::text AS ledger,
+       -- The bank account's balance: the sum of its postings, kept as a few rows of totals (migration 0038).
+       coalesce((SELECT sum(amount_minor) FROM bank_balance_deltas WHERE account_id = $2), 0)::text AS ledger,
        coalesce((SELECT sum(CASE WHEN direction = 'credit' THEN amount_minor ELSE -amount_minor END)
                    FROM recon_lines WHERE NOT booked AND currency = $1), 0)::text AS unbooked,
        coalesce((SELECT sum(amount_minor) FROM recon_debit_watch WHERE currency = $1), 0)::text AS watched,
@@ -177,6 +193,7 @@ export function createBalanceCheck(deps: BalanceDeps) {
       // Another process is checking it, or has just done so.
       if (row === undefined) return null;
       if (row.checked_at !== null && now.getTime() - row.checked_at.getTime() < deps.intervalMs / 2) return null;
+      await compactBankDeltas(q, currency);
       const figures = await balanceFigures(q, currency);
       const difference = bankMinor - figures.ledgerMinor - figures.explainedMinor;
       const baseline = row.baseline_minor === null ? difference : minorFromDb(row.baseline_minor);
