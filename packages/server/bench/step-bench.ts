@@ -2,6 +2,7 @@ import { randomBytes } from 'node:crypto';
 import { readFile } from 'node:fs/promises';
 import path from 'node:path';
 import type { Db } from '../src/db/db.ts';
+import { prepared, preparedName } from '../src/db/prepared.ts';
 import { createLogger } from '../src/logger.ts';
 import { advanceBatch } from '../src/payments/advance.ts';
 import type { ReserveItem } from '../src/payments/create.ts';
@@ -28,6 +29,12 @@ import { createAdminCaller } from './signing.ts';
  * (`STEP_JOINT=1` or `0` chooses). `STEP_SQL=file.sql` runs that file
  * after the migrations (a candidate version of the step's functions) and, with `STEP_SQL_BASE=file.sql` (the
  * migrated version), alternates the two round by round; `STEP_ROUNDS` sets the rounds (3).
+ *
+ * `STEP_INTERLEAVE=1` alternates them step by step instead, which resolves about a per cent where rounds resolve
+ * eight: the migrated functions and the candidate (STEP_SQL run over a copy of them; without it the same functions,
+ * an A/A run) each live in a schema of their own over the same tables, and the steps call one and the other in
+ * turn. It prints each one's mean and the candidate's time over the migrated one's with two standard errors either
+ * side, from blocks of `STEP_BLOCK` steps (20); `STEP_ROUNDS` (4, made even) rounds of `steps` steps.
  */
 
 interface Key {
@@ -118,8 +125,100 @@ function runDelta(before: Map<number, number>, after: Map<number, number>): numb
   return read === 0 ? null : total;
 }
 
+/**
+ * Steps alternated between two versions of the step's functions, one step each in turn (STEP_INTERLEAVE=1): a
+ * candidate that changes a step by a few per cent is lost in the drift of the machine between rounds of hundreds of
+ * steps, but not between one step and the next.
+ */
+interface Interleave {
+  /** The database as each version's steps see it: the same tables, that version's functions. */
+  dbs: Db[];
+  /**
+   * Which version takes the odd steps: the step after another differs from it by a per cent or two whatever the
+   * versions (an A/A run shows it), so the rounds take turns and that difference cancels over an even count.
+   */
+  offset: number;
+  /** Told each timed step's version, wall time (ms) and backends' CPU (s; null where they cannot be read). */
+  sample(version: number, wallMs: number, cpuSeconds: number | null): void;
+}
+
+/** The functions a step calls, copied into each version's schema. */
+const STEP_FUNCTIONS = [
+  'advance_payments',
+  'reserve_payments',
+  'book_payments',
+  'consume_nonces',
+  'payment_rail_reference',
+];
+
+/**
+ * Copies the step's migrated functions into schema, each resolving names there first (so a version's
+ * advance_payments calls its own reserve_payments), then runs sql there: a candidate's CREATE OR REPLACE FUNCTION
+ * statements, unqualified, replace the copies. Triggers and tables stay shared.
+ */
+async function installVersion(db: Db, schema: string, sql: string | undefined): Promise<void> {
+  const { rows } = await db.query<{ def: string }>(
+    `SELECT pg_get_functiondef(p.oid) AS def FROM pg_proc p
+     WHERE p.pronamespace = 'public'::regnamespace AND p.proname = ANY ($1)`,
+    [STEP_FUNCTIONS],
+  );
+  await db.tx(async (q) => {
+    await q.exec(`DROP SCHEMA IF EXISTS ${schema} CASCADE; CREATE SCHEMA ${schema}`);
+    await q.exec(`SET LOCAL search_path = ${schema}, public`);
+    for (const r of rows) {
+      await q.exec(r.def.replace(/^CREATE OR REPLACE FUNCTION public\./, `CREATE FUNCTION ${schema}.`));
+    }
+    if (sql !== undefined) await q.exec(sql);
+    const own = await q.query<{ sig: string }>(
+      'SELECT p.oid::regprocedure::text AS sig FROM pg_proc p WHERE p.pronamespace = $1::regnamespace',
+      [schema],
+    );
+    for (const f of own.rows) await q.exec(`ALTER FUNCTION ${f.sig} SET search_path = ${schema}, public`);
+  });
+}
+
+/** db with the step's calls made to the functions of schema (as prepared statements of their own). */
+function inSchema(db: Db, schema: string): Db {
+  const rewrite = (sql: string) => {
+    const out = sql.replace(/\bFROM (advance_payments|reserve_payments|book_payments)\(/g, `FROM ${schema}.$1(`);
+    return preparedName(sql) === undefined ? out : prepared(out);
+  };
+  return {
+    kind: db.kind,
+    query: <R>(sql: string, params?: readonly unknown[]) => db.query<R>(rewrite(sql), params),
+    exec: (sql: string) => db.exec(sql),
+    tx: (fn, options) => db.tx(fn, options),
+    close: () => db.close(),
+  };
+}
+
+/**
+ * The candidate's time over the migrated version's, from interleaved steps: the ratio of their sums in each block
+ * of `block` consecutive steps, and the geometric mean of those ratios with two standard errors either side.
+ */
+function interleavedRatio(samples: readonly { version: number; value: number }[], block: number) {
+  const logs: number[] = [];
+  for (let i = 0; i + block <= samples.length; i += block) {
+    const sums = [0, 0];
+    for (const s of samples.slice(i, i + block)) sums[s.version]! += s.value;
+    if (sums[0]! > 0 && sums[1]! > 0) logs.push(Math.log(sums[1]! / sums[0]!));
+  }
+  const n = logs.length;
+  const mean = logs.reduce((a, b) => a + b, 0) / n;
+  const sd = Math.sqrt(logs.reduce((a, b) => a + (b - mean) ** 2, 0) / Math.max(1, n - 1));
+  const se = sd / Math.sqrt(n);
+  return { ratio: Math.exp(mean), low: Math.exp(mean - 2 * se), high: Math.exp(mean + 2 * se), blocks: n };
+}
+
 /** Runs `steps` steps of `batch` payments on db (seeded with keys) and times them. */
-export async function timeSteps(db: Db, keys: readonly Key[], batch: number, steps: number, joint: boolean) {
+export async function timeSteps(
+  db: Db,
+  keys: readonly Key[],
+  batch: number,
+  steps: number,
+  joint: boolean,
+  interleave?: Interleave,
+) {
   const runTag = randomBytes(4).toString('hex');
   const nonces = keys.map(() => BigInt(Date.now()) * 1_000_000n);
   let n = 0;
@@ -142,16 +241,20 @@ export async function timeSteps(db: Db, keys: readonly Key[], batch: number, ste
     const proc0 = process.cpuUsage();
     const t0 = performance.now();
     // Joint: one call books the previous batch and reserves this one; separate: the booking, then the reserve.
-    const first = await advanceBatch(db, systemClock, joint ? items : [], book());
+    const version = interleave === undefined ? 0 : (s + interleave.offset) % interleave.dbs.length;
+    const stepDb = interleave === undefined ? db : interleave.dbs[version]!;
+    const first = await advanceBatch(stepDb, systemClock, joint ? items : [], book());
     for (const b of first.booked) if (!b.ok) throw b.error;
-    const { reserved } = joint ? first : await advanceBatch(db, systemClock, items, []);
+    const { reserved } = joint ? first : await advanceBatch(stepDb, systemClock, items, []);
     // The first step has nothing to book and the last nothing to reserve: neither is timed.
     if (counted) {
-      elapsed += performance.now() - t0;
+      const wall = performance.now() - t0;
+      elapsed += wall;
       const used = process.cpuUsage(proc0);
       processCpu += (used.user + used.system) / 1e6;
       const backendRun = runDelta(cpu0, runSeconds(pids));
       databaseCpu = databaseCpu === null || backendRun === null ? null : databaseCpu + backendRun;
+      interleave?.sample(version, wall, backendRun);
     }
     pending = reserved.map((r) => {
       if (r.ok && r.value.kind === 'created') return r.value.payment;
@@ -168,6 +271,59 @@ export async function timeSteps(db: Db, keys: readonly Key[], batch: number, ste
     databaseCpuUsPerPayment: pids.length === 0 || databaseCpu === null ? null : (databaseCpu * 1e6) / payments,
     processCpuUsPerPayment: (processCpu * 1e6) / payments,
   } satisfies StepTiming;
+}
+
+/**
+ * The migrated functions (schema step_a) and the candidate (step_b: the migrated ones with STEP_SQL run over them;
+ * without it, the same functions: an A/A run, which says how far apart two equal versions come out) alternated
+ * step by step over STEP_ROUNDS rounds of `steps` steps.
+ */
+async function runInterleaved(
+  db: Db,
+  keys: readonly Key[],
+  batch: number,
+  steps: number,
+  joint: boolean,
+  candidate: string | undefined,
+): Promise<void> {
+  await installVersion(db, 'step_a', undefined);
+  await installVersion(db, 'step_b', candidate);
+  const wall: { version: number; value: number }[] = [];
+  const cpu: { version: number; value: number }[] = [];
+  const interleave: Interleave = {
+    dbs: [inSchema(db, 'step_a'), inSchema(db, 'step_b')],
+    offset: 0,
+    sample(version, wallMs, cpuSeconds) {
+      wall.push({ version, value: wallMs });
+      if (cpuSeconds !== null) cpu.push({ version, value: cpuSeconds });
+    },
+  };
+  await timeSteps(db, keys, batch, 20, joint, interleave);
+  wall.length = 0;
+  cpu.length = 0;
+  const rounds = 2 * Math.ceil(Number(process.env['STEP_ROUNDS'] ?? 4) / 2);
+  for (let r = 0; r < rounds; r++) {
+    interleave.offset = r % 2;
+    await timeSteps(db, keys, batch, steps, joint, interleave);
+  }
+  const block = Number(process.env['STEP_BLOCK'] ?? 20);
+  for (const [measure, samples] of [
+    ['wall', wall],
+    ['database CPU', cpu],
+  ] as const) {
+    if (samples.length < 2 * block) continue;
+    const perPayment = (v: number) => {
+      const xs = samples.filter((s) => s.version === v).map((s) => s.value);
+      const scale = measure === 'wall' ? 1000 : 1e6;
+      return ((xs.reduce((a, b) => a + b, 0) / xs.length) * scale) / batch;
+    };
+    const { ratio, low, high, blocks } = interleavedRatio(samples, block);
+    process.stdout.write(
+      `${measure}: migrated ${perPayment(0).toFixed(0)} µs a payment, candidate ${perPayment(1).toFixed(0)}; ` +
+        `candidate / migrated ${ratio.toFixed(3)} (${low.toFixed(3)}-${high.toFixed(3)}, ${blocks} blocks of ` +
+        `${block} steps)\n`,
+    );
+  }
 }
 
 async function main(): Promise<void> {
@@ -195,6 +351,11 @@ async function main(): Promise<void> {
     }
     // Warm-up: plans, caches, the first rows of each key's day.
     await timeSteps(db, keys, batch, 20, joint);
+    if (process.env['STEP_INTERLEAVE'] === '1') {
+      const candidate = process.env['STEP_SQL'] ? await readFile(process.env['STEP_SQL'], 'utf8') : undefined;
+      await runInterleaved(db, keys, batch, steps, joint, candidate);
+      return;
+    }
     // A candidate version of the step's SQL, alternated round by round with the migrated one (STEP_SQL_BASE: the
     // SQL that puts the migrated version back), so both see the same minutes of the machine.
     const versions: [string, string | undefined][] = [['', undefined]];
