@@ -10,7 +10,7 @@ import { paymentFingerprint } from '../src/payments/fingerprint.ts';
 import type { Payment } from '../src/payments/repository.ts';
 import { start } from '../src/server.ts';
 import { systemClock } from '../src/shared/clock.ts';
-import { inProcessSetup } from './in-process.ts';
+import { type InProcessSetup, inProcessSetup } from './in-process.ts';
 import { completedPaymentBody, seedClients } from './seed.ts';
 import { schedOf } from './server-process.ts';
 import { createAdminCaller } from './signing.ts';
@@ -35,6 +35,8 @@ import { createAdminCaller } from './signing.ts';
  * an A/A run) each live in a schema of their own over the same tables, and the steps call one and the other in
  * turn. It prints each one's mean and the candidate's time over the migrated one's with two standard errors either
  * side, from blocks of `STEP_BLOCK` steps (20); `STEP_ROUNDS` (4, made even) rounds of `steps` steps.
+ * `STEP_INTERLEAVE=databases` does the same over two databases, migrated and seeded alike, with STEP_SQL run over
+ * the second: for a candidate that is not only functions (an index dropped, a table's fillfactor, a trigger).
  */
 
 interface Key {
@@ -131,8 +133,10 @@ function runDelta(before: Map<number, number>, after: Map<number, number>): numb
  * steps, but not between one step and the next.
  */
 interface Interleave {
-  /** The database as each version's steps see it: the same tables, that version's functions. */
+  /** The database as each version's steps see it: that version's functions over the same tables, or its database. */
   dbs: Db[];
+  /** Each version's keys where the versions have databases of their own (else the keys timeSteps is given). */
+  keys?: (readonly Key[])[];
   /**
    * Which version takes the odd steps: the step after another differs from it by a per cent or two whatever the
    * versions (an A/A run shows it), so the rounds take turns and that difference cancels over an even count.
@@ -220,30 +224,35 @@ export async function timeSteps(
   interleave?: Interleave,
 ) {
   const runTag = randomBytes(4).toString('hex');
-  const nonces = keys.map(() => BigInt(Date.now()) * 1_000_000n);
+  const dbs = interleave?.dbs ?? [db];
+  // A key's nonces rise across versions that share its row (one database) and apart where they do not.
+  const lastNonce = new Map<string, bigint>();
   let n = 0;
-  let pending: Payment[] = [];
+  // Each version books what it reserved: in two databases the other's payments are not there.
+  const pending: Payment[][] = dbs.map(() => []);
   let elapsed = 0;
   let databaseCpu: number | null = 0;
   let processCpu = 0;
   // Read before the first step: a connection the pool opens later (it does not, one step at a time) goes uncounted.
-  const pids = await backendPids(db);
-  const book = () => pending.map((payment) => ({ payment, outcome: { kind: 'completed' } as const }));
+  const pids = [...new Set((await Promise.all(dbs.map(backendPids))).flat())];
   for (let s = 0; s <= steps; s++) {
+    const version = interleave === undefined ? 0 : (s + interleave.offset) % dbs.length;
+    const versionKeys = interleave?.keys?.[version] ?? keys;
     const items: ReserveItem[] = [];
     for (let i = 0; i < batch && s < steps; i++, n++) {
-      const k = n % keys.length;
-      nonces[k]! += 1n;
-      items.push(reserveItem(keys[k]!, n, nonces[k]!, runTag));
+      const key = versionKeys[n % versionKeys.length]!;
+      const nonce = (lastNonce.get(key.keyId) ?? BigInt(Date.now()) * 1_000_000n) + 1n;
+      lastNonce.set(key.keyId, nonce);
+      items.push(reserveItem(key, n, nonce, runTag));
     }
+    const book = pending[version]!.map((payment) => ({ payment, outcome: { kind: 'completed' } as const }));
     const counted = s > 0 && s < steps;
     const cpu0 = counted ? runSeconds(pids) : new Map<number, number>();
     const proc0 = process.cpuUsage();
     const t0 = performance.now();
     // Joint: one call books the previous batch and reserves this one; separate: the booking, then the reserve.
-    const version = interleave === undefined ? 0 : (s + interleave.offset) % interleave.dbs.length;
-    const stepDb = interleave === undefined ? db : interleave.dbs[version]!;
-    const first = await advanceBatch(stepDb, systemClock, joint ? items : [], book());
+    const stepDb = dbs[version]!;
+    const first = await advanceBatch(stepDb, systemClock, joint ? items : [], book);
     for (const b of first.booked) if (!b.ok) throw b.error;
     const { reserved } = joint ? first : await advanceBatch(stepDb, systemClock, items, []);
     // The first step has nothing to book and the last nothing to reserve: neither is timed.
@@ -256,7 +265,7 @@ export async function timeSteps(
       databaseCpu = databaseCpu === null || backendRun === null ? null : databaseCpu + backendRun;
       interleave?.sample(version, wall, backendRun);
     }
-    pending = reserved.map((r) => {
+    pending[version] = reserved.map((r) => {
       if (r.ok && r.value.kind === 'created') return r.value.payment;
       throw new Error(`a reserve answered ${r.ok ? r.value.kind : String(r.error)}`);
     });
@@ -274,9 +283,8 @@ export async function timeSteps(
 }
 
 /**
- * The migrated functions (schema step_a) and the candidate (step_b: the migrated ones with STEP_SQL run over them;
- * without it, the same functions: an A/A run, which says how far apart two equal versions come out) alternated
- * step by step over STEP_ROUNDS rounds of `steps` steps.
+ * Two versions of the step alternated step by step over STEP_ROUNDS rounds of `steps` steps, and the candidate's
+ * (the second's) time over the migrated one's.
  */
 async function runInterleaved(
   db: Db,
@@ -284,14 +292,12 @@ async function runInterleaved(
   batch: number,
   steps: number,
   joint: boolean,
-  candidate: string | undefined,
+  versions: Pick<Interleave, 'dbs' | 'keys'>,
 ): Promise<void> {
-  await installVersion(db, 'step_a', undefined);
-  await installVersion(db, 'step_b', candidate);
   const wall: { version: number; value: number }[] = [];
   const cpu: { version: number; value: number }[] = [];
   const interleave: Interleave = {
-    dbs: [inSchema(db, 'step_a'), inSchema(db, 'step_b')],
+    ...versions,
     offset: 0,
     sample(version, wallMs, cpuSeconds) {
       wall.push({ version, value: wallMs });
@@ -335,25 +341,30 @@ async function main(): Promise<void> {
   const postgresUrl =
     process.env['BENCH_DATABASE_URL'] ?? process.env['DATABASE_URL'] ?? 'postgres://postgres@127.0.0.1:5432/test';
   const setup = await inProcessSetup(backend, postgresUrl, 'step');
-  const { db, config } = setup;
+  const { db } = setup;
+  const setups = [setup];
   try {
-    const running = await start({ config, db, logger: createLogger('warn') });
-    let keys: Key[];
-    try {
-      keys = await seedClients(createAdminCaller(running.adminUrl, config.adminToken), {
-        clients: 8,
-        keysPerClient: 4,
-        fundMinor: 10n ** 15n,
-        label: 'step',
-      });
-    } finally {
-      await running.stop();
-    }
+    const keys = await seeded(setup);
     // Warm-up: plans, caches, the first rows of each key's day.
     await timeSteps(db, keys, batch, 20, joint);
-    if (process.env['STEP_INTERLEAVE'] === '1') {
-      const candidate = process.env['STEP_SQL'] ? await readFile(process.env['STEP_SQL'], 'utf8') : undefined;
-      await runInterleaved(db, keys, batch, steps, joint, candidate);
+    const interleave = process.env['STEP_INTERLEAVE'];
+    const candidate = process.env['STEP_SQL'] ? await readFile(process.env['STEP_SQL'], 'utf8') : undefined;
+    if (interleave === '1') {
+      await installVersion(db, 'step_a', undefined);
+      await installVersion(db, 'step_b', candidate);
+      const dbs = [inSchema(db, 'step_a'), inSchema(db, 'step_b')];
+      await runInterleaved(db, keys, batch, steps, joint, { dbs });
+      return;
+    }
+    if (interleave === 'databases') {
+      // A second database, migrated and seeded alike, with STEP_SQL run over it: any change (an index, a table's
+      // storage, a trigger), where the schemas above can only hold functions.
+      const other = await inProcessSetup(backend, postgresUrl, 'step');
+      setups.push(other);
+      const otherKeys = await seeded(other);
+      if (candidate !== undefined) await other.db.exec(candidate);
+      await timeSteps(other.db, otherKeys, batch, 20, joint);
+      await runInterleaved(db, keys, batch, steps, joint, { dbs: [db, other.db], keys: [keys, otherKeys] });
       return;
     }
     // A candidate version of the step's SQL, alternated round by round with the migrated one (STEP_SQL_BASE: the
@@ -414,7 +425,22 @@ async function main(): Promise<void> {
       );
     });
   } finally {
-    await setup.cleanup();
+    for (const s of setups) await s.cleanup();
+  }
+}
+
+/** Clients and keys seeded through the admin API of the service started over setup's database (then stopped). */
+async function seeded(setup: InProcessSetup): Promise<Key[]> {
+  const running = await start({ config: setup.config, db: setup.db, logger: createLogger('warn') });
+  try {
+    return await seedClients(createAdminCaller(running.adminUrl, setup.config.adminToken), {
+      clients: 8,
+      keysPerClient: 4,
+      fundMinor: 10n ** 15n,
+      label: 'step',
+    });
+  } finally {
+    await running.stop();
   }
 }
 
