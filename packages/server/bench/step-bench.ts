@@ -37,6 +37,8 @@ import { createAdminCaller } from './signing.ts';
  * side, from blocks of `STEP_BLOCK` steps (20); `STEP_ROUNDS` (4, made even) rounds of `steps` steps.
  * `STEP_INTERLEAVE=databases` does the same over two databases, migrated and seeded alike, with STEP_SQL run over
  * the second: for a candidate that is not only functions (an index dropped, a table's fillfactor, a trigger).
+ * `STEP_OTHER_URL` puts the second database on another server or connection (another configuration of
+ * PostgreSQL on another port, or the same server through its Unix socket).
  */
 
 interface Key {
@@ -359,7 +361,7 @@ async function main(): Promise<void> {
     if (interleave === 'databases') {
       // A second database, migrated and seeded alike, with STEP_SQL run over it: any change (an index, a table's
       // storage, a trigger), where the schemas above can only hold functions.
-      const other = await inProcessSetup(backend, postgresUrl, 'step');
+      const other = await inProcessSetup(backend, process.env['STEP_OTHER_URL'] ?? postgresUrl, 'step');
       setups.push(other);
       const otherKeys = await seeded(other);
       if (candidate !== undefined) await other.db.exec(candidate);
