@@ -184,7 +184,7 @@ async function installVersion(db: Db, schema: string, sql: string | undefined): 
 }
 
 /** db with the step's calls made to the functions of schema (as prepared statements of their own). */
-function inSchema(db: Db, schema: string): Db {
+export function inSchema(db: Db, schema: string): Db {
   const rewrite = (sql: string) => {
     const out = sql.replace(/\bFROM (advance_payments|reserve_payments|book_payments)\(/g, `FROM ${schema}.$1(`);
     return preparedName(sql) === undefined ? out : prepared(out);
@@ -202,7 +202,7 @@ function inSchema(db: Db, schema: string): Db {
  * The candidate's time over the migrated version's, from interleaved steps: the ratio of their sums in each block
  * of `block` consecutive steps, and the geometric mean of those ratios with two standard errors either side.
  */
-function interleavedRatio(samples: readonly { version: number; value: number }[], block: number) {
+export function interleavedRatio(samples: readonly { version: number; value: number }[], block: number) {
   const logs: number[] = [];
   for (let i = 0; i + block <= samples.length; i += block) {
     const sums = [0, 0];
