@@ -130,9 +130,9 @@ function runDelta(before: Map<number, number>, after: Map<number, number>): numb
 }
 
 /**
- * Steps alternated between two versions of the step's functions, one step each in turn (STEP_INTERLEAVE=1): a
- * candidate that changes a step by a few per cent is lost in the drift of the machine between rounds of hundreds of
- * steps, but not between one step and the next.
+ * Steps alternated between two versions of the step, one step each in turn (STEP_INTERLEAVE): a candidate that
+ * changes a step by a few per cent is lost in the drift of the machine between rounds of hundreds of steps, but not
+ * between one step and the next.
  */
 interface Interleave {
   /** The database as each version's steps see it: that version's functions over the same tables, or its database. */
