@@ -38,13 +38,19 @@ export function renderEvent(e: NewEvent): QueuedEvent {
 
 /**
  * Writes one event in the caller's transaction. (The payment path's batches write theirs inside their own
- * statements, from bodies rendered by renderEvent.)
+ * statements, from bodies rendered by renderEvent.) An event of a client with no webhook URL at that moment is
+ * written settled, no_webhook with no attempt, as the payment path's statements write theirs (migration 0035):
+ * such an event is never kept for a URL set later (docs/webhooks.md), so every path settles it alike instead of
+ * leaving some for the worker's claim to settle a moment later.
  */
 export async function enqueueEvent(q: Queryable, event: NewEvent): Promise<QueuedEvent> {
   const queued = renderEvent(event);
   await q.query(
-    `INSERT INTO events (id, client_id, type, test, payment_id, body, created_at, next_attempt_at)
-     VALUES ($1, $2, $3, $4, $5, $6, $7, $7)`,
+    `INSERT INTO events (id, client_id, type, test, payment_id, body, created_at, next_attempt_at, delivery_status,
+       last_error)
+     SELECT $1, $2, $3, $4, $5, $6, $7, $7, CASE WHEN w.url IS NULL THEN 'no_webhook' ELSE 'pending' END,
+       CASE WHEN w.url IS NULL THEN 'no webhook URL' END
+     FROM (SELECT (SELECT url FROM webhook_configs WHERE client_id = $2) AS url) w`,
     [queued.id, event.clientId, event.type, event.test, event.paymentId, queued.body, event.createdAt],
   );
   return queued;

@@ -87,6 +87,24 @@ describe('payment events', () => {
 });
 
 describe('events of a client without a webhook URL', () => {
+  /** Each event of these payments, as the outbox holds it. */
+  async function outboxRows(ids: string[]) {
+    const { rows } = await server.testDb.db.query<{
+      payment_id: string;
+      delivery_status: string;
+      attempts: number;
+      last_error: string | null;
+      leased: boolean;
+    }>(
+      `SELECT payment_id, delivery_status, attempts, last_error, next_attempt_at <> created_at AS leased
+       FROM events WHERE payment_id = ANY ($1::text[]) ORDER BY seq`,
+      [ids],
+    );
+    return rows;
+  }
+  // A claim would have leased the row (next_attempt_at moved on) before settling it.
+  const settledAtWrite = { delivery_status: 'no_webhook', attempts: 0, last_error: 'no webhook URL', leased: false };
+
   it('are written settled by the payment path: no_webhook, never attempted nor claimed', async () => {
     const silent = await server.newClient({ fundMinor: 1_000_000n });
     // Completed at once (booked in a step), declined by the bank (booked on its own), refused by a rule (failed
@@ -101,28 +119,28 @@ describe('events of a client without a webhook URL', () => {
     const ids = [completed, declined, refusedPayment].map((r) => r.body.payload.intentId as string);
     await waitForPayment(silent, ids[1]!, (p) => p.state === 'failed');
 
-    const { rows } = await server.testDb.db.query<{
-      payment_id: string;
-      delivery_status: string;
-      attempts: number;
-      last_error: string | null;
-      leased: boolean;
-    }>(
-      `SELECT payment_id, delivery_status, attempts, last_error, next_attempt_at <> created_at AS leased
-       FROM events WHERE payment_id = ANY ($1::text[]) ORDER BY seq`,
-      [ids],
-    );
+    const rows = await outboxRows(ids);
     expect(rows.map((r) => r.payment_id).sort()).toEqual([...ids].sort());
-    for (const r of rows) {
-      // A claim would have leased the row (next_attempt_at moved on) before settling it.
-      expect(r).toMatchObject({
-        delivery_status: 'no_webhook',
-        attempts: 0,
-        last_error: 'no webhook URL',
-        leased: false,
-      });
-    }
+    for (const r of rows) expect(r).toMatchObject(settledAtWrite);
     // The client with a URL still gets its events delivered (the suite above); none of these reached it.
     expect(receiver.requests.filter((r) => ids.includes(eventOf(r).data.payment?.intentId))).toEqual([]);
+  });
+
+  it('are written settled by a transition outside the payment path too (here the operator resolving one)', async () => {
+    const silent = await server.newClient({ fundMinor: 1_000_000n });
+    // Magic amount 02: no answer from the bank, so the payment becomes unknown; the operator then settles it,
+    // a transition written by payments/lifecycle.ts, the path reconciliation and the follow-up worker share.
+    const res = await pay(silent, '150002', PM, newKey());
+    const id = res.body.payload.intentId as string;
+    await waitForPayment(silent, id, (p) => p.state === 'unknown');
+    const resolved = await server.admin('POST', `/admin/v1/payments/${id}/resolve`, {
+      outcome: 'completed',
+      note: 'confirmed with the bank',
+    });
+    expect(resolved.status).toBe(200);
+
+    const rows = await outboxRows([id]);
+    expect(rows).toHaveLength(2);
+    for (const r of rows) expect(r).toMatchObject(settledAtWrite);
   });
 });
