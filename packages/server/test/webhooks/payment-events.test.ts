@@ -44,6 +44,22 @@ function eventsOfPayment(id: string) {
     .map((r) => ({ req: r, event: eventOf(r) }));
 }
 
+/**
+ * A payment made unknown (magic amount 02 on the sandbox: no answer from the bank), then completed by the operator: a
+ * transition written by payments/lifecycle.ts, the path reconciliation and the follow-up worker share. Its id.
+ */
+async function unknownThenResolved(payer: TestClient): Promise<string> {
+  const res = await pay(payer, '150002', PM, newKey());
+  const id = res.body.payload.intentId as string;
+  await waitForPayment(payer, id, (p) => p.state === 'unknown');
+  const resolved = await server.admin('POST', `/admin/v1/payments/${id}/resolve`, {
+    outcome: 'completed',
+    note: 'confirmed with the bank',
+  });
+  expect(resolved.status).toBe(200);
+  return id;
+}
+
 describe('payment events', () => {
   it('a completed payment: its event carries the Payment as GET shows it, signed, verified both ways', async () => {
     const res = await pay(client, '150000', PM, newKey());
@@ -65,15 +81,7 @@ describe('payment events', () => {
   });
 
   it('unknown, then resolved by the operator: two events, in the order of the transitions', async () => {
-    // Magic amount 02 on the sandbox: no answer from the bank, so the payment becomes unknown.
-    const res = await pay(client, '150002', PM, newKey());
-    const id = res.body.payload.intentId as string;
-    await waitForPayment(client, id, (p) => p.state === 'unknown');
-    const resolved = await server.admin('POST', `/admin/v1/payments/${id}/resolve`, {
-      outcome: 'completed',
-      note: 'confirmed with the bank',
-    });
-    expect(resolved.status).toBe(200);
+    const id = await unknownThenResolved(client);
     const events = await waitFor(() => {
       const got = eventsOfPayment(id);
       return got.some((x) => x.event.data.payment.state === 'completed') ? got : undefined;
@@ -128,17 +136,7 @@ describe('events of a client without a webhook URL', () => {
 
   it('are written settled by a transition outside the payment path too (here the operator resolving one)', async () => {
     const silent = await server.newClient({ fundMinor: 1_000_000n });
-    // Magic amount 02: no answer from the bank, so the payment becomes unknown; the operator then settles it,
-    // a transition written by payments/lifecycle.ts, the path reconciliation and the follow-up worker share.
-    const res = await pay(silent, '150002', PM, newKey());
-    const id = res.body.payload.intentId as string;
-    await waitForPayment(silent, id, (p) => p.state === 'unknown');
-    const resolved = await server.admin('POST', `/admin/v1/payments/${id}/resolve`, {
-      outcome: 'completed',
-      note: 'confirmed with the bank',
-    });
-    expect(resolved.status).toBe(200);
-
+    const id = await unknownThenResolved(silent);
     const rows = await outboxRows([id]);
     expect(rows).toHaveLength(2);
     for (const r of rows) expect(r).toMatchObject(settledAtWrite);
