@@ -32,7 +32,7 @@ const mean = (xs: readonly number[]): number => xs.reduce((a, b) => a + b, 0) / 
 /**
  * The floor measured before and after the service's runs, as one figure per scenario: the mean of the two, each
  * kept in `measured`. On the 2-core machine the GET floor moved by a third from one run to the next while the
- * service's figures moved less (docs/performance.md), so one reading of the floor taken minutes before the
+ * service's figures moved less (docs/performance-log.md), so one reading of the floor taken minutes before the
  * service's could decide a verdict by itself; the service's runs bracketed by two, and the spread printed beside
  * the ratio, say how far the ratio can be trusted.
  */

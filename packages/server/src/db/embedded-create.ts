@@ -17,7 +17,7 @@ PGlite.create(workerData.dir).then((db) => db.close());`;
 /**
  * Creates a new database in `dir` in a worker thread of its own, which exits when it is done. Creating one (PGlite's
  * initdb) leaves a few hundred MB behind that only a full collection of V8 gives back: made in the service's own
- * thread, a first start held 800-890 MB where a restart on the same directory holds about 470 (docs/performance.md,
+ * thread, a first start held 800-890 MB where a restart on the same directory holds about 470 (docs/performance-log.md,
  * "Seventeenth session"). A worker's memory goes with it; the service then opens the directory as a restart would.
  */
 export function createDatabaseApart(dir: string): Promise<void> {

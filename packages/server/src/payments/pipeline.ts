@@ -63,7 +63,7 @@ export function createPaymentPipeline(deps: PipelineDeps): PaymentPipeline {
     maxBatch: deps.maxBatch,
     startTurns,
     // On PostgreSQL a step's call and commit cost as much as its payments, and the server, the backends and the
-    // load share the cores: one call for both phases made about 8 % more payments a second (docs/performance.md).
+    // load share the cores: one call for both phases made about 8 % more payments a second (docs/performance-log.md).
     // The embedded database runs every statement on the service's one thread, where a longer step only keeps HTTP
     // waiting: there the phases stay batches of their own (9 % fewer payments a second joined).
     joint: db.kind === 'postgres',

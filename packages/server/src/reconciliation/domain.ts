@@ -41,7 +41,7 @@ const MAX_PASS_STEPS = 10_000;
  * a pass through an interval's lines ran its batches back to back: a payment of that moment met one at each of its
  * three phases. Under the payment bench the slowest 1 % took 117-208 ms with the loop as it was and 63-81 ms with
  * it off. Resting as long as each batch took lets the payments caught behind one batch finish before the next: p99
- * 87-121 ms, 21 % less on the means of six alternated pairs (docs/performance.md, fifteenth session). Ingestion
+ * 87-121 ms, 21 % less on the means of six alternated pairs (docs/performance-log.md, fifteenth session). Ingestion
  * keeps half its speed under load, still about three times the pace of the payments that make the lines, and all of
  * it with no request in flight (compose.ts passes the loop that condition). On PostgreSQL the batches run beside
  * the requests but share their cores, and the same rest with smaller batches spreads a pass out there too
@@ -116,7 +116,7 @@ export function createReconciliationDomain(
    * interval, as it does when there was nothing new. Coming back at once for what arrived meanwhile made, under
    * steady payments, a pass every few tens of milliseconds for a few dozen lines, each its dozen statements and
    * commit, and its lines so fresh that it locked payments the payment path was booking that moment (which then
-   * waited for it) and completed some of them itself, one transition at a time (docs/performance.md).
+   * waited for it) and completed some of them itself, one transition at a time (docs/performance-log.md).
    */
   async function statementNext(step: WorkerStep = { serving: true }): Promise<string | undefined> {
     const result = await ingest(step.serving);

@@ -49,7 +49,7 @@ export const DEFAULT_BATCH_LINES = 5000;
  * commits: under payment load a batch of 5,000 lines held them 107-150 ms (with the pages read before it, up to
  * 480 ms). A batch of 500 held them 20-40 ms on a slow hour, twice (the page read and the storing), and the requests
  * caught behind those holds were a third of the POST's slowest 1 %; with 100 the POST's p99 fell by a fifth (eight
- * alternated pairs, docs/performance.md, twenty-first session) and the payments a second did not move. A backlog is
+ * alternated pairs, docs/performance-log.md, twenty-first session) and the payments a second did not move. A backlog is
  * then read at some 2,000 lines a second under the payment load (the loop's rest included, domain.ts), still more
  * than the payments make; with nobody waiting the loop does not rest.
  */
@@ -61,7 +61,7 @@ export const EMBEDDED_BATCH_LINES = 100;
  * step's backend shared a core with it meanwhile, so every payment in flight took longer. While requests are in
  * flight, batches of 1,000, resting as long as each took (domain.ts), spread a pass out: six alternated pairs of the
  * POST bench, p99 22.8 ms against 24.5 on the means (lower in five, one even), 3,100 payments a second against
- * 3,030, and the server's RSS 128-139 MB after the run against 156-178 (docs/performance.md, twenty-third session).
+ * 3,030, and the server's RSS 128-139 MB after the run against 156-178 (docs/performance-log.md, twenty-third session).
  * With nobody waiting, a backlog is read in batches of 5,000: 1,000 read it a sixth slower (the reconciliation
  * bench, 42,000 lines a second against 49,000).
  */
@@ -159,7 +159,7 @@ export async function ingestNextPage(deps: IngestDeps): Promise<IngestResult> {
   // Reading the page and storing it are two transactions; on the embedded database nothing else could run between.
   await yieldToEventLoop();
   // A batch of thousands of lines is hashed, matched and packed in slices (shared/event-loop.ts, SLICE_ITEMS): in
-  // one stretch it held every request in flight 20 ms and more on PostgreSQL (docs/performance.md).
+  // one stretch it held every request in flight 20 ms and more on PostgreSQL (docs/performance-log.md).
   const incoming = await mapInSlices(page.lines, toIncoming);
   const store = (knownNew: boolean) =>
     db.tx(async (q) => {
