@@ -41,14 +41,20 @@ interface KeyRow {
 const SELECT_KEY = `SELECT k.id, k.client_id, c.currency, k.environment, k.active, k.public_key_spki_pem,
   k.public_key_fingerprint, k.created_at FROM api_keys k JOIN clients c ON c.id = k.client_id`;
 
-function toRecord(row: KeyRow): ApiKeyRecord {
+/**
+ * `previous` is what the cache held for this secret: a key's public key never changes, so when the row still carries
+ * the same key, its parsed form is kept rather than parsed again from the PEM at every refresh.
+ */
+function toRecord(row: KeyRow, previous?: ApiKeyRecord | null): ApiKeyRecord {
+  const samePublicKey =
+    previous != null && previous.keyId === row.id && previous.fingerprint === row.public_key_fingerprint;
   return {
     keyId: row.id,
     clientId: row.client_id,
     clientCurrency: row.currency.trim(),
     environment: row.environment,
     active: row.active,
-    publicKey: createPublicKey(row.public_key_spki_pem),
+    publicKey: samePublicKey ? previous.publicKey : createPublicKey(row.public_key_spki_pem),
     fingerprint: row.public_key_fingerprint,
     createdAt: row.created_at,
   };
@@ -110,7 +116,7 @@ export function createApiKeyService({
     const p = db
       .query<KeyRow>(`${SELECT_KEY} WHERE k.key_hash = $1`, [Buffer.from(digest, 'hex')])
       .then(({ rows }) => {
-        const record = rows[0] ? toRecord(rows[0]) : null;
+        const record = rows[0] ? toRecord(rows[0], cache.get(digest)?.record) : null;
         if (epoch === deactivations) {
           if (cache.size >= CACHE_MAX) cache.clear();
           cache.set(digest, { record, readAt });
@@ -168,7 +174,7 @@ export function createApiKeyService({
 
     async listForClient(q, clientId) {
       const { rows } = await q.query<KeyRow>(`${SELECT_KEY} WHERE k.client_id = $1 ORDER BY k.created_at`, [clientId]);
-      return rows.map(toRecord);
+      return rows.map((row) => toRecord(row));
     },
   };
 }

@@ -86,7 +86,8 @@ async function settlesAtOnce(p: Promise<unknown>): Promise<boolean> {
 describe('the API key cache', () => {
   it('reads a key in use again in the background before its entry runs out: no lookup waits for it', async () => {
     const { keys, apiKey, keyId, clock, watch } = await setUp();
-    expect((await keys.lookup(apiKey))?.keyId).toBe(keyId);
+    const first = await keys.lookup(apiKey);
+    expect(first?.keyId).toBe(keyId);
     expect(watch.counter.reads).toBe(1);
 
     clock.ms += 3_000;
@@ -113,6 +114,10 @@ describe('the API key cache', () => {
     expect(await settlesAtOnce(after)).toBe(true);
     expect(watch.counter.reads).toBe(2);
     watch.release();
+    // The background read found the same public key and kept its parsed form instead of parsing the PEM again.
+    const refreshed = await after;
+    expect(refreshed).not.toBe(first);
+    expect(refreshed?.publicKey).toBe(first?.publicKey);
   });
 
   it('reads in the open once an entry has run out unused, and concurrent lookups share that read', async () => {
