@@ -4,6 +4,7 @@ import Fastify, { type FastifyInstance, type FastifyReply, type FastifyRequest, 
 import type { Logger } from 'pino';
 import { randomId } from '../shared/ids.ts';
 import { formatValidationError, HttpError } from './errors.ts';
+import { lazyRequestLogger } from './request-logger.ts';
 import './fastify-types.ts';
 
 const FRAMEWORK_MESSAGES: Record<string, string> = {
@@ -64,6 +65,7 @@ export function buildFastify(
     loggerInstance: logger,
     genReqId: () => randomId('tr', 10),
     logController: new LogController({ requestIdLogLabel: 'traceId' }),
+    childLoggerFactory: lazyRequestLogger,
     requestIdHeader: false,
     bodyLimit: options.bodyLimit ?? 1024 * 1024,
     // A request that reaches a closing listener on a connection kept alive is served (the database is still open),
