@@ -8,9 +8,10 @@ function noop(): void {}
 /**
  * Every request's logger (fastify's `childLoggerFactory`), made only when the request writes a line at a level the
  * service logs. A pino child serialises its bindings (the trace id) through the redaction paths when it is made,
- * and fastify makes one per request: about 2 % of a signed request's server time, for a logger that at the default
- * level `warn` almost never writes. A level that is off stays pino's no-op; any other, and `child()` or
- * `bindings()`, make the real child once and use it from then on, so every line still carries the trace id.
+ * and fastify makes one per request: about 2 % of a signed request's server time, for a logger that at `warn`, the
+ * level a busy node runs at (docs/operations.md), almost never writes. A level that is off stays pino's no-op; any
+ * other, and `child()` or `bindings()`, make the real child once and use it from then on, so every line still
+ * carries the trace id. At `info` every request writes, and the child is made at its first line as before.
  */
 export function lazyRequestLogger(
   fastifyLogger: FastifyBaseLogger,
