@@ -1,8 +1,9 @@
 import { STATUS_CODES } from 'node:http';
 import type { Duplex } from 'node:stream';
-import Fastify, { type FastifyInstance, type FastifyReply, type FastifyRequest, LogController } from 'fastify';
+import Fastify, { type FastifyInstance, type FastifyReply, type FastifyRequest } from 'fastify';
 import type { Logger } from 'pino';
 import { randomId } from '../shared/ids.ts';
+import { AccessLogController } from './access-log.ts';
 import { formatValidationError, HttpError } from './errors.ts';
 import { lazyRequestLogger } from './request-logger.ts';
 import './fastify-types.ts';
@@ -64,7 +65,7 @@ export function buildFastify(
   const app: FastifyInstance = Fastify({
     loggerInstance: logger,
     genReqId: () => randomId('tr', 10),
-    logController: new LogController({ requestIdLogLabel: 'traceId' }),
+    logController: new AccessLogController({ requestIdLogLabel: 'traceId' }),
     childLoggerFactory: lazyRequestLogger,
     requestIdHeader: false,
     bodyLimit: options.bodyLimit ?? 1024 * 1024,

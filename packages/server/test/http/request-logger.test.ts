@@ -1,8 +1,8 @@
 import { Writable } from 'node:stream';
-import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
+import { describe, expect, it, vi } from 'vitest';
 import { lazyRequestLogger } from '../../src/http/request-logger.ts';
 import { createLogger } from '../../src/logger.ts';
-import { startTestServer, type TestClient, type TestServer } from '../support/test-server.ts';
+import { startTestServer, type TestClient } from '../support/test-server.ts';
 
 /**
  * A request's logger is made only when the request writes a line at a level the service logs (http/request-logger.ts),
@@ -65,25 +65,41 @@ describe('the lazy request logger', () => {
 });
 
 describe('request logs through the server', () => {
-  const { stream, lines } = sink();
-  let server: TestServer;
-  let client: TestClient;
-  beforeAll(async () => {
-    server = await startTestServer({ logger: createLogger('info', stream) });
-    client = await server.newClient();
-  });
-  afterAll(async () => server?.stop());
+  async function linesOfOneRequest(level: 'info' | 'debug'): Promise<Record<string, unknown>[]> {
+    const { stream, lines } = sink();
+    const server = await startTestServer({ logger: createLogger(level, stream) });
+    try {
+      const client: TestClient = await server.newClient();
+      const res = await client.api.get('/v2/me');
+      expect(res.status).toBe(200);
+      const traceId = res.headers.get('x-trace-id');
+      expect(traceId).toMatch(/^tr_/);
+      // The completed line is written once the answer is out; wait for it before reading.
+      await vi.waitFor(() =>
+        expect(lines.some((l) => l['traceId'] === traceId && l['msg'] === 'request completed')).toBe(true),
+      );
+      return lines.filter((l) => l['traceId'] === traceId);
+    } finally {
+      await server.stop();
+    }
+  }
 
-  it("carry the trace id the answer gives, on fastify's own lines", async () => {
-    const res = await client.api.get('/v2/me');
-    expect(res.status).toBe(200);
-    const traceId = res.headers.get('x-trace-id');
-    expect(traceId).toMatch(/^tr_/);
-    await vi.waitFor(() =>
-      expect(lines.filter((l) => l['traceId'] === traceId).map((l) => l['msg'])).toEqual([
-        'incoming request',
-        'request completed',
-      ]),
-    );
+  it('write one line a request at info: the request, its status and time, and the trace id the answer gives', async () => {
+    const mine = await linesOfOneRequest('info');
+    expect(mine.map((l) => l['msg'])).toEqual(['request completed']);
+    const line = mine[0]!;
+    expect(line['level']).toBe(30);
+    expect(line['req']).toMatchObject({ method: 'GET', url: '/v2/me' });
+    expect((line['req'] as Record<string, unknown>)['headers']).toBeUndefined();
+    expect(line['res']).toEqual({ statusCode: 200 });
+    expect(typeof line['responseTime']).toBe('number');
+  });
+
+  it('add the arrival line at debug', async () => {
+    const mine = await linesOfOneRequest('debug');
+    expect(
+      mine.filter((l) => l['msg'] === 'incoming request' || l['msg'] === 'request completed').map((l) => l['msg']),
+    ).toEqual(['incoming request', 'request completed']);
+    expect(mine.find((l) => l['msg'] === 'incoming request')!['level']).toBe(20);
   });
 });
