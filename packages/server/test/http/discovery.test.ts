@@ -1,5 +1,5 @@
 import { execFile, execFileSync } from 'node:child_process';
-import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { promisify } from 'node:util';
@@ -113,37 +113,47 @@ describe('public discovery routes', () => {
 describe('interoperable envelope', () => {
   it('accepts a request signed and sent by the openssl and curl command-line tools', async () => {
     const dir = mkdtempSync(path.join(tmpdir(), 'dispersa-openssl-'));
-    execFileSync(
-      'openssl',
-      ['genpkey', '-algorithm', 'RSA', '-pkeyopt', 'rsa_keygen_bits:2048', '-out', path.join(dir, 'key.pem')],
-      {
-        stdio: 'ignore',
-      },
-    );
-    execFileSync('openssl', ['pkey', '-in', path.join(dir, 'key.pem'), '-pubout', '-out', path.join(dir, 'pub.pem')]);
-    const c = await server.admin('POST', '/admin/v1/clients', { name: 'openssl', currency: 'VES' });
-    const k = await server.admin('POST', `/admin/v1/clients/${c.body.payload.clientId}/keys`, {
-      publicKeyPem: readFileSync(path.join(dir, 'pub.pem'), 'utf8'),
-    });
-    expect(k.status).toBe(201);
-    const script = path.join(dir, 'call.sh');
-    writeFileSync(
-      script,
-      [
-        'set -euo pipefail',
-        'cd "$1"',
-        'NONCE=$(date +%s%N)',
-        // The six pieces joined by NUL bytes, built by printf, never by Node.
-        `printf 'GET\\0/v2/me?x=1\\0%s\\0\\0\\0%s' "$2" "$NONCE" > envelope.bin`,
-        'openssl dgst -sha256 -sign key.pem -out sig.bin envelope.bin',
-        'SIG=$(openssl base64 -A -in sig.bin)',
-        'curl -s -o body.json -w "%{http_code}" -H "x-api-key: $2" -H "x-nonce: $NONCE" -H "x-signature: $SIG" "$3/v2/me?x=1"',
-      ].join('\n'),
-    );
-    // Asynchronously: the server answering curl lives in this very process.
-    const { stdout: status } = await promisify(execFile)('bash', [script, dir, k.body.payload.apiKey, server.baseUrl]);
-    expect(status).toBe('200');
-    const body = JSON.parse(readFileSync(path.join(dir, 'body.json'), 'utf8'));
-    expect(body.payload.publicKeyFingerprint).toBe(k.body.payload.publicKeyFingerprint);
+    // The key pair and the script's files are the test's own: gone with it, private key included.
+    try {
+      execFileSync(
+        'openssl',
+        ['genpkey', '-algorithm', 'RSA', '-pkeyopt', 'rsa_keygen_bits:2048', '-out', path.join(dir, 'key.pem')],
+        {
+          stdio: 'ignore',
+        },
+      );
+      execFileSync('openssl', ['pkey', '-in', path.join(dir, 'key.pem'), '-pubout', '-out', path.join(dir, 'pub.pem')]);
+      const c = await server.admin('POST', '/admin/v1/clients', { name: 'openssl', currency: 'VES' });
+      const k = await server.admin('POST', `/admin/v1/clients/${c.body.payload.clientId}/keys`, {
+        publicKeyPem: readFileSync(path.join(dir, 'pub.pem'), 'utf8'),
+      });
+      expect(k.status).toBe(201);
+      const script = path.join(dir, 'call.sh');
+      writeFileSync(
+        script,
+        [
+          'set -euo pipefail',
+          'cd "$1"',
+          'NONCE=$(date +%s%N)',
+          // The six pieces joined by NUL bytes, built by printf, never by Node.
+          `printf 'GET\\0/v2/me?x=1\\0%s\\0\\0\\0%s' "$2" "$NONCE" > envelope.bin`,
+          'openssl dgst -sha256 -sign key.pem -out sig.bin envelope.bin',
+          'SIG=$(openssl base64 -A -in sig.bin)',
+          'curl -s -o body.json -w "%{http_code}" -H "x-api-key: $2" -H "x-nonce: $NONCE" -H "x-signature: $SIG" "$3/v2/me?x=1"',
+        ].join('\n'),
+      );
+      // Asynchronously: the server answering curl lives in this very process.
+      const { stdout: status } = await promisify(execFile)('bash', [
+        script,
+        dir,
+        k.body.payload.apiKey,
+        server.baseUrl,
+      ]);
+      expect(status).toBe('200');
+      const body = JSON.parse(readFileSync(path.join(dir, 'body.json'), 'utf8'));
+      expect(body.payload.publicKeyFingerprint).toBe(k.body.payload.publicKeyFingerprint);
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
   });
 });

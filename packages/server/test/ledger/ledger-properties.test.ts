@@ -1,3 +1,6 @@
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
 import fc from 'fast-check';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { AuthContext } from '../../src/auth/authenticate.ts';
@@ -21,11 +24,14 @@ let testDb: TestDb;
 let composed: Composed;
 let payments: Composed['domains']['payments']['service'];
 
+// The service's generated secrets land in its data directory: one of the test's own, removed after it.
+const dataDir = mkdtempSync(path.join(tmpdir(), 'dispersa-prop-'));
+
 beforeAll(async () => {
   testDb = await createTestDb();
   const config = loadConfig({
     DISPERSA_ADMIN_TOKEN: 'x'.repeat(32),
-    DISPERSA_DATA_DIR: '/tmp/dispersa-prop',
+    DISPERSA_DATA_DIR: dataDir,
     DISPERSA_LOG_LEVEL: 'silent',
   });
   composed = await compose({
@@ -38,6 +44,7 @@ beforeAll(async () => {
 afterAll(async () => {
   await composed.stop();
   await testDb.close();
+  rmSync(dataDir, { recursive: true, force: true });
 });
 
 // Endings of the sandbox: completed, declined (01), unknown (02, 03, 04), wrong beneficiary (05), limit (09).

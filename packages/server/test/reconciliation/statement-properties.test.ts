@@ -1,3 +1,6 @@
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
 import fc from 'fast-check';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { AuthContext } from '../../src/auth/authenticate.ts';
@@ -32,11 +35,14 @@ let recon2: ReconciliationDomain;
 let bank: SandboxBank;
 const clock = new ManualClock(Date.UTC(2026, 4, 4, 9, 0, 0));
 
+// The service's generated secrets land in its data directory: one of the test's own, removed after it.
+const dataDir = mkdtempSync(path.join(tmpdir(), 'dispersa-recon-prop-'));
+
 beforeAll(async () => {
   testDb = await createTestDb();
   const config = loadConfig({
     DISPERSA_ADMIN_TOKEN: 'x'.repeat(32),
-    DISPERSA_DATA_DIR: '/tmp/dispersa-recon-prop',
+    DISPERSA_DATA_DIR: dataDir,
     DISPERSA_LOG_LEVEL: 'silent',
     DISPERSA_SANDBOX_SETTLE_MS: String(SETTLE_MS),
     DISPERSA_UNKNOWN_BUDGET_SECONDS: String(BUDGET_S),
@@ -57,6 +63,7 @@ beforeAll(async () => {
 afterAll(async () => {
   await composed.stop();
   await testDb.close();
+  rmSync(dataDir, { recursive: true, force: true });
 });
 
 let run = 0;
