@@ -2,7 +2,12 @@ import fc from 'fast-check';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import type { Db, Queryable } from '../../../src/db/db.ts';
 import type { BankStatementLine, StatementSource } from '../../../src/rails/rail.ts';
-import { createSandboxBank, createSandboxRail, type SandboxBank } from '../../../src/rails/sandbox/index.ts';
+import {
+  createSandboxBank,
+  createSandboxRail,
+  DEFAULT_VES_OPENING_MINOR,
+  type SandboxBank,
+} from '../../../src/rails/sandbox/index.ts';
 import { ManualClock } from '../../../src/shared/clock.ts';
 import { withQuery } from '../../support/test-db.ts';
 import { OWN_BANK, SETTLE_MS, START, transfer } from './fixtures.ts';
@@ -79,6 +84,36 @@ function withPageReads(inner: Db): Db & { pageReads: number[] } {
     ...withQuery(inner, (sql, params) => inner.query(sql, params)),
     tx: (fn, options) => inner.tx((q) => fn(watch(q)), options),
     pageReads,
+  };
+}
+
+/** The bank's balance as the sum of every line visible by now: what `balance` answered before migration 0039. */
+async function balanceBySum(currency: string): Promise<bigint> {
+  const { rows } = await t.db.query<{ movements: string }>(
+    `SELECT coalesce(sum(CASE WHEN direction = 'credit' THEN amount_minor ELSE -amount_minor END), 0)::text AS movements
+       FROM sandbox_bank_lines WHERE currency = $1 AND visible_at <= $2`,
+    [currency, clock.now()],
+  );
+  const opening = currency === 'VES' ? DEFAULT_VES_OPENING_MINOR : 0n;
+  return opening + BigInt(rows[0]!.movements);
+}
+
+/**
+ * The database, noting how many lines each statement outside a transaction read (inside a transaction of its own):
+ * the source's balance reads are its only such statements.
+ */
+function withBalanceReads(inner: Db): Db & { balanceReads: number[] } {
+  const balanceReads: number[] = [];
+  return {
+    ...withQuery(inner, async (sql, params) => {
+      return inner.tx(async (q) => {
+        const before = await linesRead(q);
+        const result = await q.query(sql, params);
+        balanceReads.push((await linesRead(q)) - before);
+        return result as never;
+      });
+    }),
+    balanceReads,
   };
 }
 
@@ -184,6 +219,46 @@ describe('sandbox statement source', () => {
     for (const read of watched.pageReads) expect(read).toBeLessThanOrEqual(2);
   });
 
+  it('answers the balance of every visible line, released or not, reading only the lines not yet released', async () => {
+    await t.resetBank();
+    setUp(2);
+    const watched = withBalanceReads(t.db);
+    const source = createSandboxBank({
+      db: watched,
+      clock,
+      settleMs: SETTLE_MS,
+      ownBankCode: OWN_BANK,
+      statementPageSize: 2,
+    }).statementSource();
+    const expectBalances = async () => {
+      expect(await source.balance('VES')).toBe(await balanceBySum('VES'));
+      expect(await source.balance('USD')).toBe(await balanceBySum('USD'));
+    };
+    for (let i = 0; i < 300; i++) ok(await bank.addLine({ direction: 'debit', amountMinor: 7n, reference: `D${i}` }));
+    await bank.bookCredit({ amountMinor: 500n, currency: 'USD', reference: 'FUND-USD' });
+    // Settles later: not in the balance until it shows.
+    await rail.submit(transfer('CCE', 150000n));
+    await expectBalances();
+    // Part of the backlog released (a page at a time), part not.
+    const r = reader(source);
+    await r.next();
+    await r.next();
+    await expectBalances();
+    while ((await r.next()).length > 0);
+    await expectBalances();
+    expect(await source.balance('VES')).toBe(DEFAULT_VES_OPENING_MINOR - 2100n);
+    ok(await bank.addLine({ direction: 'credit', amountMinor: 11n, reference: 'LATE' }));
+    await expectBalances();
+    clock.advance(SETTLE_MS);
+    await expectBalances();
+    expect(await source.balance('VES')).toBe(DEFAULT_VES_OPENING_MINOR - 2100n + 11n - 150000n);
+    while ((await r.next()).length > 0);
+    watched.balanceReads.length = 0;
+    await expectBalances();
+    // A statement of 303 lines, all released: the balance is read from the totals kept as lines are released.
+    expect(watched.balanceReads).toEqual([0, 0]);
+  });
+
   it('serves independent readers each the whole statement', async () => {
     const source = bank.statementSource();
     const first = reader(source);
@@ -267,8 +342,10 @@ describe('sandbox statement source', () => {
             ok(await bank.addLine({ direction: 'debit', amountMinor: 1n, reference: `M${manual++}` }));
           else if (s.op === 'advance') clock.advance(s.ms);
           else await drain();
+          expect(await bank.statementSource().balance('VES')).toBe(await balanceBySum('VES'));
         }
         await drain();
+        expect(await bank.statementSource().balance('VES')).toBe(await balanceBySum('VES'));
         const visible = (await bank.listLines()).filter((l) => l.visible).map((l) => l.bankLineId);
         expect([...seen].sort()).toEqual([...visible].sort());
         expect(new Set(seen).size).toBe(seen.length);

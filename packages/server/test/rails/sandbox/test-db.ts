@@ -87,7 +87,7 @@ function handle(current: () => Db, reopen: () => Promise<Db>, cleanup: () => Pro
     reopen,
     async resetBank() {
       await current().exec(
-        'TRUNCATE sandbox_bank_lines, sandbox_bank_transfers, sandbox_bank_suppressions RESTART IDENTITY',
+        'TRUNCATE sandbox_bank_lines, sandbox_bank_transfers, sandbox_bank_suppressions, sandbox_bank_released_totals RESTART IDENTITY',
       );
     },
     cleanup,
