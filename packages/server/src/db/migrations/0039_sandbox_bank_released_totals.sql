@@ -2,8 +2,8 @@
 -- reads for each currency every interval, was the sum of every line the bank had ever shown: a sequential scan of
 -- sandbox_bank_lines that grew with every payment for as long as the sandbox ran (1 M lines took 150-350 ms of
 -- PostgreSQL on the 2-core machine, 200,000 lines 71 ms of the embedded database's one thread; at 3,000 payments a
--- second an hour adds 10 M lines, and the embedded database would hold the service's thread for seconds each time). 0038 made the ledger's side of the check constant; this is
--- the bank's side.
+-- second an hour adds 10 M lines, and the embedded database would hold the service's thread for seconds each time).
+-- 0038 made the ledger's side of the check constant; this is the bank's side.
 --
 -- A line gets its statement position (release_seq) once, under the statement's lock, when it is visible, and is
 -- never deleted afterwards (a suppressed debit loses only lines not yet released). So the released lines' totals
