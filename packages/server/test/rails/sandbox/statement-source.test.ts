@@ -66,6 +66,14 @@ async function linesRead(q: Queryable): Promise<number> {
   return Number(rows[0]!.n);
 }
 
+/** Runs one statement in the transaction `q` and notes the lines of the statement it read in `reads`. */
+async function countingReads(q: Queryable, sql: string, params: readonly unknown[] | undefined, reads: number[]) {
+  const before = await linesRead(q);
+  const result = await q.query(sql, params);
+  reads.push((await linesRead(q)) - before);
+  return result;
+}
+
 /** The database, noting how many lines each statement page read took (inside its own transaction). */
 function withPageReads(inner: Db): Db & { pageReads: number[] } {
   const pageReads: number[] = [];
@@ -74,10 +82,7 @@ function withPageReads(inner: Db): Db & { pageReads: number[] } {
     async query(sql, params) {
       if (!sql.includes('ORDER BY release_seq') && !sql.includes('sandbox_statement_page('))
         return q.query(sql, params);
-      const before = await linesRead(q);
-      const result = await q.query(sql, params);
-      pageReads.push((await linesRead(q)) - before);
-      return result as never;
+      return (await countingReads(q, sql, params, pageReads)) as never;
     },
   });
   return {
@@ -105,14 +110,9 @@ async function balanceBySum(currency: string): Promise<bigint> {
 function withBalanceReads(inner: Db): Db & { balanceReads: number[] } {
   const balanceReads: number[] = [];
   return {
-    ...withQuery(inner, async (sql, params) => {
-      return inner.tx(async (q) => {
-        const before = await linesRead(q);
-        const result = await q.query(sql, params);
-        balanceReads.push((await linesRead(q)) - before);
-        return result as never;
-      });
-    }),
+    ...withQuery(inner, (sql, params) =>
+      inner.tx(async (q) => (await countingReads(q, sql, params, balanceReads)) as never),
+    ),
     balanceReads,
   };
 }
