@@ -26,9 +26,9 @@ export const RETURNED_FAILURE_CODE = 'returned';
 
 /**
  * Class id of the two-key advisory lock (`pg_advisory_xact_lock(INGEST_LOCK, 0)`) that serialises ingestion
- * across sources and processes; whoever calls ingestLines takes it first (the balance check takes it shared, so
- * no ingestion commits while it reads the ledger). The sandbox bank uses 4_242_041/42
- * and migrate.ts the one-key form, so this cannot collide.
+ * across sources and processes; whoever calls ingestLines takes it first, through `recon_begin_ingest()` (migration
+ * 0040, which repeats the number); the balance check takes it shared, so no ingestion commits while it reads the
+ * ledger. The sandbox bank uses 4_242_041/42 and migrate.ts the one-key form, so this cannot collide.
  */
 export const INGEST_LOCK = 4_242_071;
 
@@ -101,15 +101,12 @@ export async function readCursor(q: Queryable, source: string): Promise<string |
   return rows[0]?.cursor ?? null;
 }
 
-async function lockCursor(q: Queryable, source: string, now: Date): Promise<string | null> {
-  await q.query(
-    'INSERT INTO recon_sources (name, cursor, updated_at) VALUES ($1, NULL, $2) ON CONFLICT (name) DO NOTHING',
-    [source, now],
-  );
-  const { rows } = await q.query<{ cursor: string | null }>(
-    'SELECT cursor FROM recon_sources WHERE name = $1 FOR UPDATE',
-    [source],
-  );
+/**
+ * Begins a paged source's batch in one call (migration 0040): what recon_begin_ingest does, then the source's cursor,
+ * locked (its row made first if the source is new).
+ */
+async function openBatch(q: Queryable, source: string, now: Date): Promise<string | null> {
+  const { rows } = await q.query<{ cursor: string | null }>('SELECT recon_open_batch($1, $2) AS cursor', [source, now]);
   return rows[0]!.cursor;
 }
 
@@ -163,15 +160,8 @@ export async function ingestNextPage(deps: IngestDeps): Promise<IngestResult> {
   const incoming = await mapInSlices(page.lines, toIncoming);
   const store = (knownNew: boolean) =>
     db.tx(async (q) => {
-      await q.query('SELECT pg_advisory_xact_lock($1, 0)', [INGEST_LOCK]);
-      const now = clock.now();
-      if ((await lockCursor(q, source.name, now)) !== cursor) return null;
-      const summary = await ingestLines(q, clock, source.name, incoming, { knownNew });
-      await q.query(
-        'UPDATE recon_sources SET cursor = $2, lines_ingested = lines_ingested + $3, updated_at = $4 WHERE name = $1',
-        [source.name, page.cursor, summary.fresh, now],
-      );
-      return summary;
+      if ((await openBatch(q, source.name, clock.now())) !== cursor) return null;
+      return ingestLines(q, clock, source.name, incoming, { knownNew, advanceTo: page.cursor });
     });
   // Lines past the cursor are new but for a source that delivers some again: try that first, and only when
   // the statement turns out to hold some of them already, start over looking each one up.
@@ -188,22 +178,22 @@ export async function ingestNextPage(deps: IngestDeps): Promise<IngestResult> {
 }
 
 /**
- * Stores and matches lines inside the caller's transaction (which must hold the ingestion lock when other
- * writers may run). Lines already stored are skipped: ingestion is idempotent on the bank's line id. With
- * `knownNew` the lookup is skipped, and finding a stored line throws AlreadyStored (rolling back the batch).
+ * Stores and matches lines inside the caller's transaction, which began with `SELECT recon_begin_ingest()` (or
+ * openBatch, which calls it): the ingestion lock, and nested loops over the indexes for the rest of the transaction.
+ * Every lookup of a batch is a few hundred keys probed into a large table; right after a burst of lines the
+ * statistics are stale and the planner picks a hash join over a full scan (~40 ms a lookup instead of ~1.5 ms).
+ * Lines already stored are skipped: ingestion is idempotent on the bank's line id. With `knownNew` the lookup is
+ * skipped, and finding a stored line throws AlreadyStored (rolling back the batch). With `advanceTo` (a paged
+ * source, opened by openBatch) the source's cursor moves there in the batch's last statement.
  */
 export async function ingestLines(
   q: Queryable,
   clock: Clock,
   source: string,
   lines: readonly IncomingLine[],
-  options: { knownNew?: boolean } = {},
+  options: { knownNew?: boolean; advanceTo?: string | null } = {},
 ): Promise<IngestSummary> {
   const now = clock.now();
-  // Every lookup of a batch is a few hundred keys probed into a large table. Right after a burst of lines the
-  // statistics are stale and the planner picks a hash join over a full scan (~40 ms a lookup instead of ~1.5 ms),
-  // so this transaction asks for nested loops over the indexes.
-  await q.query("SELECT set_config('enable_hashjoin', 'off', true), set_config('enable_mergejoin', 'off', true)");
   const existing = options.knownNew ? new Set<string>() : await storedAmong(q, lines);
   const seen = new Set<string>();
   const fresh = lines.filter((l) => {
@@ -236,6 +226,16 @@ export async function ingestLines(
   await insertLineExceptions(q, exceptions, now);
   await markPaired(q, result.pairedAwaiting);
   const moved = await applyActions(q, clock, result);
+  // The balance check's list of currencies, and a paged source's cursor, in one call (migration 0040).
+  const currencies = [...new Set(result.lines.map((o) => o.line.currency))];
+  const paged = options.advanceTo !== undefined;
+  await q.query('SELECT recon_close_batch($1::text[], $2, $3, $4, $5)', [
+    currencies,
+    paged ? source : null,
+    paged ? options.advanceTo : null,
+    fresh.length,
+    now,
+  ]);
   const exceptionsByKind: Record<string, number> = {};
   for (const e of exceptions) exceptionsByKind[e.kind] = (exceptionsByKind[e.kind] ?? 0) + 1;
   return {
@@ -315,12 +315,6 @@ async function applyActions(q: Queryable, clock: Clock, result: BatchResult): Pr
   if (finished.length > 0) {
     const ids = listParam(finished);
     await q.query(`DELETE FROM recon_requery WHERE payment_id IN (${ids.rows(1)})`, [ids.value]);
-  }
-  const currencies = [...new Set(result.lines.map((o) => o.line.currency))];
-  if (currencies.length > 0) {
-    await q.query('INSERT INTO recon_balance (currency) SELECT unnest($1::text[]) ON CONFLICT (currency) DO NOTHING', [
-      currencies,
-    ]);
   }
   return moved;
 }

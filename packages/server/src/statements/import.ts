@@ -1,6 +1,6 @@
 import type { Db } from '../db/db.ts';
 import type { Payment } from '../payments/repository.ts';
-import { INGEST_LOCK, type IngestSummary, ingestLines } from '../reconciliation/ingest.ts';
+import { type IngestSummary, ingestLines } from '../reconciliation/ingest.ts';
 import { toIncoming } from '../reconciliation/model.ts';
 import type { Clock } from '../shared/clock.ts';
 import { parseCamt053 } from './camt053.ts';
@@ -31,7 +31,7 @@ export async function importStatement(
   const parsed = format === 'camt053' ? parseCamt053(input.content) : parseStatementCsv(input.content);
   if (!parsed.ok) return { kind: 'invalid', message: parsed.error };
   const summary = await deps.db.tx(async (q) => {
-    await q.query('SELECT pg_advisory_xact_lock($1, 0)', [INGEST_LOCK]);
+    await q.query('SELECT recon_begin_ingest()');
     return ingestLines(q, deps.clock, `import:${format}`, parsed.lines.map(toIncoming));
   });
   for (const p of summary.moved) deps.onMoved?.(p);

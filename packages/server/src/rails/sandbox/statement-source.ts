@@ -3,7 +3,6 @@ import type { Clock } from '../../shared/clock.ts';
 import { minorFromDb } from '../../shared/money.ts';
 import type { StatementPage, StatementSource } from '../rail.ts';
 import { LINE_COLUMNS, type LineRow, one, toStatementLine } from './lines.ts';
-import { lockStatement } from './locks.ts';
 
 export interface SandboxStatementDeps {
   db: Db;
@@ -37,22 +36,17 @@ export function createSandboxStatementSource(deps: SandboxStatementDeps): Statem
 
     async fetchSince(cursor: string | null): Promise<StatementPage> {
       const after = parseCursor(cursor);
-      const now = clock.now();
-      return db.tx(async (q) => {
-        await lockStatement(q);
-        // At most a page of lines is given positions per fetch, the first in (visible_at, seq) order (migration
-        // 0033): the rest get the next positions at the next fetch, so the order and the exactly-once reading above
-        // hold, and the fetch after a backlog (an interval of payments under load) costs a page's work instead of
-        // the whole backlog's in one statement.
-        await q.query('SELECT sandbox_release_due($1, $2)', [now, deps.pageSize]);
-        const { rows } = await q.query<LineRow & { release_seq: string }>(
-          // Through the position's index whatever the statistics say (migration 0031).
-          `SELECT ${LINE_COLUMNS}, release_seq FROM sandbox_statement_page($1::bigint, $2::int)`,
-          [after.toString(10), deps.pageSize],
-        );
-        const last = rows[rows.length - 1];
-        return { lines: rows.map(toStatementLine), cursor: last === undefined ? cursor : last.release_seq };
-      });
+      // One statement, its own transaction (migration 0040): under the statement's lock, at most a page of lines
+      // is given positions per fetch, the first in (visible_at, seq) order (migration 0033), so the order and the
+      // exactly-once reading above hold, and the fetch after a backlog (an interval of payments under load) costs a
+      // page's work instead of the whole backlog's; then the page past the cursor, through the position's index
+      // whatever the statistics say (migration 0031).
+      const { rows } = await db.query<LineRow & { release_seq: string }>(
+        `SELECT ${LINE_COLUMNS}, release_seq FROM sandbox_fetch_statement($1::bigint, $2, $3::int)`,
+        [after.toString(10), clock.now(), deps.pageSize],
+      );
+      const last = rows[rows.length - 1];
+      return { lines: rows.map(toStatementLine), cursor: last === undefined ? cursor : last.release_seq };
     },
 
     async balance(currency: string): Promise<bigint> {
