@@ -30,7 +30,8 @@ import { ManualClock } from '../src/shared/clock.ts';
  * otherwise the embedded database in memory. Bounded: BENCH_RECON_TIMEOUT_S (default 300).
  * Settings: BENCH_RECON_LINES (default 100000), BENCH_RECON_UNKNOWN_SHARE (share of lines that complete an
  * unknown payment, default 0.002; a fifth of that again in return pairs), BENCH_RECON_PROFILE=1 (time per
- * statement on stderr), BENCH_RECON_KEEP=1 (keep the PostgreSQL database for a look afterwards).
+ * statement on stderr), BENCH_RECON_KEEP=1 (keep the PostgreSQL database for a look afterwards), BENCH_RECON_PAGE
+ * (lines a page, default 500).
  * Run alone: `node --import tsx packages/server/bench/reconciliation.ts`.
  */
 
@@ -64,8 +65,9 @@ export interface ReconciliationBenchResult {
 }
 
 const TARGET = 50_000;
-// Lines per page of the statement, as the sandbox bank hands them out (rails/sandbox/bank.ts).
-const PAGE = 500;
+// Lines per page of the statement, as the sandbox bank hands them out on PostgreSQL (rails/sandbox/bank.ts); the
+// embedded database's pages under payment load are 100 lines (BENCH_RECON_PAGE=100 reads the statement that way).
+const PAGE = Number(process.env['BENCH_RECON_PAGE'] ?? 500);
 
 /** The statement's composition, in lines (sums to `lines`). */
 function mixFor(lines: number) {
