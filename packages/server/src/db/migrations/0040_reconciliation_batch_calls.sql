@@ -1,4 +1,4 @@
--- A batch of statement lines cost a dozen calls that did the same work whatever the batch held: the simulated bank's
+-- A batch of statement lines cost eleven calls that did the same work whatever the batch held: the simulated bank's
 -- fetch was five (BEGIN, its lock, the release of due lines, the page, COMMIT) and ingestion's transaction opened
 -- with four (the ingestion lock, the source's row made sure of, its cursor locked, the join settings) and closed
 -- with two (the balance rows of the batch's currencies, the cursor advanced). On the embedded database every call is
@@ -14,7 +14,7 @@ CREATE FUNCTION sandbox_fetch_statement(after_position bigint, visible_by timest
 RETURNS SETOF sandbox_bank_lines
 LANGUAGE plpgsql AS $$
 BEGIN
-  -- rails/sandbox/locks.ts, STATEMENT_LOCK
+  -- The statement's lock class (rails/sandbox/locks.ts).
   PERFORM pg_advisory_xact_lock(4242041, 0);
   PERFORM sandbox_release_due(visible_by, max_lines);
   RETURN QUERY SELECT * FROM sandbox_statement_page(after_position, max_lines);
@@ -29,7 +29,7 @@ CREATE FUNCTION recon_begin_ingest()
 RETURNS void
 LANGUAGE plpgsql AS $$
 BEGIN
-  -- reconciliation/ingest.ts, INGEST_LOCK
+  -- INGEST_LOCK (reconciliation/ingest.ts).
   PERFORM pg_advisory_xact_lock(4242071, 0);
   PERFORM set_config('enable_hashjoin', 'off', true), set_config('enable_mergejoin', 'off', true);
 END
