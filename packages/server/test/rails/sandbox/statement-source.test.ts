@@ -66,27 +66,24 @@ async function linesRead(q: Queryable): Promise<number> {
   return Number(rows[0]!.n);
 }
 
-/** Runs one statement in the transaction `q` and notes the lines of the statement it read in `reads`. */
-async function countingReads(q: Queryable, sql: string, params: readonly unknown[] | undefined, reads: number[]) {
-  const before = await linesRead(q);
-  const result = await q.query(sql, params);
-  reads.push((await linesRead(q)) - before);
-  return result;
-}
-
 /**
- * The database, noting how many lines each statement fetch read (the release of due lines and the page past the
- * cursor: one statement, migration 0040), run inside a transaction of its own to count them.
+ * The database, noting how many lines of the statement each call of the SQL function `fn` read: the source calls
+ * each of its functions as one statement outside a transaction (its fetch, migration 0040; its balance, 0039), so
+ * the call runs here inside a transaction of its own, where the counters before and after it are its own.
  */
-function withPageReads(inner: Db): Db & { pageReads: number[] } {
-  const pageReads: number[] = [];
+function countingReadsOf(inner: Db, fn: string): Db & { reads: number[] } {
+  const reads: number[] = [];
   return {
-    ...withQuery(inner, (sql, params) =>
-      sql.includes('sandbox_fetch_statement(')
-        ? inner.tx(async (q) => (await countingReads(q, sql, params, pageReads)) as never)
-        : inner.query(sql, params),
-    ),
-    pageReads,
+    ...withQuery(inner, async (sql, params) => {
+      if (!sql.includes(`${fn}(`)) return inner.query(sql, params);
+      return inner.tx(async (q) => {
+        const before = await linesRead(q);
+        const result = await q.query(sql, params);
+        reads.push((await linesRead(q)) - before);
+        return result as never;
+      });
+    }),
+    reads,
   };
 }
 
@@ -99,20 +96,6 @@ async function balanceBySum(currency: string): Promise<bigint> {
   );
   const opening = currency === 'VES' ? DEFAULT_VES_OPENING_MINOR : 0n;
   return opening + BigInt(rows[0]!.movements);
-}
-
-/**
- * The database, noting how many lines each statement outside a transaction read (inside a transaction of its own):
- * the source's balance reads are its only such statements.
- */
-function withBalanceReads(inner: Db): Db & { balanceReads: number[] } {
-  const balanceReads: number[] = [];
-  return {
-    ...withQuery(inner, (sql, params) =>
-      inner.tx(async (q) => (await countingReads(q, sql, params, balanceReads)) as never),
-    ),
-    balanceReads,
-  };
 }
 
 describe('sandbox statement source', () => {
@@ -203,25 +186,25 @@ describe('sandbox statement source', () => {
   });
 
   it('reads only the lines of the page, however long the statement', async () => {
-    const watched = withPageReads(t.db);
+    const watched = countingReadsOf(t.db, 'sandbox_fetch_statement');
     const watchedBank = createSandboxBank({ db: watched, clock, settleMs: SETTLE_MS, ownBankCode: OWN_BANK });
     for (let i = 0; i < 300; i++) ok(await bank.addLine({ direction: 'credit', amountMinor: 1n, reference: `R${i}` }));
     const r = reader(watchedBank.statementSource());
     expect(await r.next()).toHaveLength(300);
     ok(await bank.addLine({ direction: 'credit', amountMinor: 1n, reference: 'LAST' }));
-    watched.pageReads.length = 0;
+    watched.reads.length = 0;
     expect(refs(await r.next())).toEqual(['LAST']);
     expect(refs(await r.next())).toEqual([]);
     // The due line and the page past the cursor are found through their indexes: a fetch reads a handful of lines
     // (the due line found and given its position, the highest position so far, the page), never the 300 before.
-    expect(watched.pageReads).toHaveLength(2);
-    for (const read of watched.pageReads) expect(read).toBeLessThanOrEqual(5);
+    expect(watched.reads).toHaveLength(2);
+    for (const read of watched.reads) expect(read).toBeLessThanOrEqual(5);
   });
 
   it('answers the balance of every visible line, released or not, reading only the lines not yet released', async () => {
     await t.resetBank();
     setUp(2);
-    const watched = withBalanceReads(t.db);
+    const watched = countingReadsOf(t.db, 'sandbox_bank_movements');
     const source = createSandboxBank({
       db: watched,
       clock,
@@ -252,10 +235,10 @@ describe('sandbox statement source', () => {
     await expectBalances();
     expect(await source.balance('VES')).toBe(DEFAULT_VES_OPENING_MINOR - 2100n + 11n - 150000n);
     while ((await r.next()).length > 0);
-    watched.balanceReads.length = 0;
+    watched.reads.length = 0;
     await expectBalances();
     // A statement of 303 lines, all released: the balance is read from the totals kept as lines are released.
-    expect(watched.balanceReads).toEqual([0, 0]);
+    expect(watched.reads).toEqual([0, 0]);
   });
 
   it('serves independent readers each the whole statement', async () => {
