@@ -4,7 +4,7 @@ import os from 'node:os';
 import { fileURLToPath } from 'node:url';
 import pg from 'pg';
 import { benchFloor, bracketFloor } from '../packages/server/bench/floor.ts';
-import type { Scenario } from '../packages/server/bench/load-job.ts';
+import { generatorOf, type Scenario } from '../packages/server/bench/load-job.ts';
 import { type Backend, type BackendResult, benchPayments } from '../packages/server/bench/payments-bench.ts';
 import { formatTable } from '../packages/server/bench/report.ts';
 
@@ -21,6 +21,7 @@ import { formatTable } from '../packages/server/bench/report.ts';
  *   BENCH_POST_POOL / BENCH_GET_POOL  requests pre-signed per run (default: enough for the targets)
  *   BENCH_SIGN_THREADS  pre-signing threads (default: CPU count)
  *   BENCH_PRESIGN_SECONDS  longest pre-signing per run (default 30); the rest is signed in the loop
+ *   BENCH_GENERATOR     sockets (default: http-load.ts) or autocannon (the generator of the runs before 2026-11-28 21:30)
  *   BENCH_CPU_PROF      directory: write a V8 CPU profile of the server there
  *   BENCH_SERVER_NODE_ARGS  more node flags of the server, space-separated (e.g. --perf-basic-prof for perf)
  *   BENCH_SERVER_ENV    extra DISPERSA_* settings of the server, e.g. "DISPERSA_PAYMENT_LANES=1,DISPERSA_PAYMENT_MAX_BATCH=64"
@@ -106,7 +107,12 @@ async function main(): Promise<void> {
   };
   const log = (line: string) => process.stdout.write(`${line}\n`);
   log(`machine: ${machine.cpus} × ${machine.cpuModel}, ${machine.memoryMb} MB, node ${machine.node}`);
-  log(`load: ${connections} connections, ${seconds} s per scenario, ${clients} clients, autocannon in its own process`);
+  // Read once here so a wrong value stops the bench before anything runs; each load process reads the same.
+  const generator = generatorOf(process.env);
+  const generatorName = generator === 'sockets' ? 'a socket generator (http-load.ts)' : 'autocannon';
+  log(
+    `load: ${connections} connections, ${seconds} s per scenario, ${clients} clients, ${generatorName} in its own process`,
+  );
 
   // The floor first and again after the service's runs, in this same run: every figure is quoted as a ratio to
   // the mean of the two (floor.ts, bracketFloor).
@@ -183,7 +189,7 @@ async function main(): Promise<void> {
 
   await writeFile(
     out,
-    `${JSON.stringify({ at: new Date().toISOString(), machine, loadAverage: os.loadavg(), seconds, connections, clients, floor, results, skipped, webhookDelivery, reconciliation }, null, 2)}\n`,
+    `${JSON.stringify({ at: new Date().toISOString(), machine, loadAverage: os.loadavg(), seconds, connections, generator, clients, floor, results, skipped, webhookDelivery, reconciliation }, null, 2)}\n`,
   );
   log(`results written to ${out}`);
 }

@@ -27,6 +27,10 @@ export interface FloorResult {
   measured: number[];
 }
 
+/** The load generator's CPU a request, ms. */
+const loadCpuMs = (r: { driverCpuPercent: number; rps: number }): number | null =>
+  r.rps > 0 ? Math.round((r.driverCpuPercent * 10_000) / r.rps) / 1000 : null;
+
 const mean = (xs: readonly number[]): number => xs.reduce((a, b) => a + b, 0) / xs.length;
 
 /**
@@ -128,7 +132,9 @@ export async function benchFloor(o: {
         cpuMsPerRequest,
         measured: [result.rps],
       });
-      o.log(`[floor] ${scenario}: ${result.rps} req/s, p50 ${result.latencyMs.p50} ms, p99 ${result.latencyMs.p99} ms`);
+      o.log(
+        `[floor] ${scenario}: ${result.rps} req/s, p50 ${result.latencyMs.p50} ms, p99 ${result.latencyMs.p99} ms; CPU ms/req server ${cpuMsPerRequest}, load generator ${loadCpuMs(result)}`,
+      );
     }
     return results;
   } finally {

@@ -1,5 +1,6 @@
 import { createRequire } from 'node:module';
 import { Worker } from 'node:worker_threads';
+import { type HttpLoadResult, runHttpLoad } from './http-load.ts';
 import type { DriverMessage } from './load.ts';
 import type { LoadJob, LoadResult } from './load-job.ts';
 import { requestOf } from './load-job.ts';
@@ -9,8 +10,8 @@ import { privateKeyOf, signatureOf } from './signing.ts';
 
 /**
  * The load generator, run as its own process (forked by load.ts) so that it never shares a CPU thread with the
- * server. It receives one LoadJob over IPC, pre-signs a pool of requests in worker threads, drives autocannon,
- * and sends back a LoadResult.
+ * server. It receives one LoadJob over IPC, pre-signs a pool of requests in worker threads, drives them over
+ * plain sockets (http-load.ts; autocannon when the job asks for it), and sends back a LoadResult.
  *
  * Nonces: POST needs a nonce strictly above the key's mark, so two requests of one key must never be in flight
  * at once (the later could overtake the earlier and turn it into a replay). Each request therefore takes a
@@ -107,6 +108,16 @@ async function run(job: LoadJob): Promise<LoadResult> {
     return oldest;
   };
 
+  const answered = (lane: number | undefined, status: number, body: string) => {
+    if (lane !== undefined && busySince.delete(lane)) free.push(lane);
+    const key = String(status);
+    statusCounts[key] = (statusCounts[key] ?? 0) + 1;
+    if ((status < 200 || status > 299) && failureSamples.length < 5) {
+      failureSamples.push(`${status} ${body.slice(0, 200)}`);
+    }
+  };
+
+  // autocannon (BENCH_GENERATOR=autocannon), the generator of the runs before the thirty-fourth session.
   const request: AutocannonRequest = {
     setupRequest(req, context) {
       const lane = takeLane();
@@ -132,29 +143,49 @@ async function run(job: LoadJob): Promise<LoadResult> {
       req['body'] = input.body;
       return req;
     },
-    onResponse(status, body, context) {
-      const lane = context['lane'] as number | undefined;
-      if (lane !== undefined && busySince.delete(lane)) free.push(lane);
-      const key = String(status);
-      statusCounts[key] = (statusCounts[key] ?? 0) + 1;
-      if ((status < 200 || status > 299) && failureSamples.length < 5) {
-        failureSamples.push(`${status} ${body.slice(0, 200)}`);
-      }
-    },
+    onResponse: (status, body, context) => answered(context['lane'] as number | undefined, status, body),
   };
 
   const url = new URL(job.baseUrl);
+  const host = `${url.hostname}:${url.port}`;
+  const generator = job.generator ?? 'sockets';
+  const bytesOf = (lane: number, i: number, signature: string): Buffer => {
+    const input = requestOf(job, lane, i);
+    const body = Buffer.from(input.body, 'utf8');
+    let head = `${input.method} ${input.target} HTTP/1.1\r\nhost: ${host}\r\nx-api-key: ${input.apiKey}\r\nx-nonce: ${input.nonce}\r\nx-signature: ${signature}\r\n`;
+    if (input.idempotencyKey !== undefined) head += `idempotency-key: ${input.idempotencyKey}\r\n`;
+    if (body.length > 0) head += `content-type: application/json\r\ncontent-length: ${body.length}\r\n`;
+    return Buffer.concat([Buffer.from(`${head}\r\n`, 'latin1'), body]);
+  };
+  // The pre-signed requests' bytes are built before the timed run: the loop only writes them.
+  const prebuilt = generator === 'sockets' ? pool.map((sigs, lane) => sigs.map((sig, i) => bytesOf(lane, i, sig))) : [];
+  const requestBytes = (lane: number): Buffer => {
+    const i = next[lane]!++;
+    const ready = prebuilt[lane]![i];
+    if (ready !== undefined) return ready;
+    signedInLoop++;
+    return bytesOf(lane, i, signatureOf(requestOf(job, lane, i), keys[lane]!));
+  };
+
   process.send!({ kind: 'started' } satisfies DriverMessage);
   const cpuBefore = process.cpuUsage();
   const schedBefore = schedOf('self');
-  const result = await autocannon({
-    url: `${url.origin}/`,
-    connections: job.connections,
-    pipelining: 1,
-    duration: job.seconds,
-    timeout: 10,
-    requests: [request],
-  });
+  const result =
+    generator === 'sockets'
+      ? await runHttpLoad<number>({
+          host: url.hostname,
+          port: Number(url.port),
+          connections: job.connections,
+          seconds: job.seconds,
+          timeoutMs: 10_000,
+          next() {
+            const lane = takeLane();
+            busySince.set(lane, performance.now());
+            return { bytes: requestBytes(lane), context: lane };
+          },
+          onResponse: (status, body, lane) => answered(lane, status, body ?? ''),
+        })
+      : await autocannonRun(url, job, request);
   const cpu = process.cpuUsage(cpuBefore);
   const schedAfter = schedOf('self');
 
@@ -162,15 +193,9 @@ async function run(job: LoadJob): Promise<LoadResult> {
     scenario: job.scenario,
     connections: job.connections,
     durationSeconds: result.duration,
-    requests: result.requests.total,
-    rps: result.duration > 0 ? Math.round(result.requests.total / result.duration) : 0,
-    latencyMs: {
-      p50: result.latency.p50,
-      p90: result.latency.p90,
-      p99: result.latency.p99,
-      max: result.latency.max,
-      mean: Math.round(result.latency.average * 100) / 100,
-    },
+    requests: result.total,
+    rps: result.duration > 0 ? Math.round(result.total / result.duration) : 0,
+    latencyMs: result.latencyMs,
     non2xx: result.non2xx,
     errors: result.errors,
     timeouts: result.timeouts,
@@ -182,6 +207,32 @@ async function run(job: LoadJob): Promise<LoadResult> {
     laneSteals,
     driverCpuPercent: result.duration > 0 ? Math.round((cpu.user + cpu.system) / 10_000 / result.duration) : 0,
     driverCores: coreShare(schedBefore, schedAfter, result.duration),
+  };
+}
+
+/** autocannon's run in the shape of runHttpLoad's. */
+async function autocannonRun(url: URL, job: LoadJob, request: AutocannonRequest): Promise<HttpLoadResult> {
+  const r = await autocannon({
+    url: `${url.origin}/`,
+    connections: job.connections,
+    pipelining: 1,
+    duration: job.seconds,
+    timeout: 10,
+    requests: [request],
+  });
+  return {
+    duration: r.duration,
+    total: r.requests.total,
+    latencyMs: {
+      p50: r.latency.p50,
+      p90: r.latency.p90,
+      p99: r.latency.p99,
+      max: r.latency.max,
+      mean: Math.round(r.latency.average * 100) / 100,
+    },
+    non2xx: r.non2xx,
+    errors: r.errors,
+    timeouts: r.timeouts,
   };
 }
 

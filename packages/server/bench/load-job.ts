@@ -35,6 +35,20 @@ export interface LoadJob {
   presignSeconds: number;
   /** Worker threads that pre-sign. */
   signThreads: number;
+  /** The generator: plain sockets (http-load.ts, the default) or autocannon. Default: generatorOf(process.env). */
+  generator?: Generator;
+}
+
+export type Generator = 'sockets' | 'autocannon';
+
+/**
+ * BENCH_GENERATOR: `sockets` (default) or `autocannon`, the generator of every run before the thirty-fourth session
+ * (docs/performance-log.md), kept so that a figure can be taken again the way those were.
+ */
+export function generatorOf(env: NodeJS.ProcessEnv): Generator {
+  const g = env['BENCH_GENERATOR'] ?? 'sockets';
+  if (g !== 'sockets' && g !== 'autocannon') throw new Error(`BENCH_GENERATOR must be sockets or autocannon, not ${g}`);
+  return g;
 }
 
 export interface LoadResult {

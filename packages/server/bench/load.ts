@@ -1,6 +1,6 @@
 import { fork } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
-import type { LoadJob, LoadResult } from './load-job.ts';
+import { generatorOf, type LoadJob, type LoadResult } from './load-job.ts';
 
 const DRIVER = fileURLToPath(new URL('./load-driver.ts', import.meta.url));
 
@@ -35,6 +35,6 @@ export async function runLoad(job: LoadJob, onStart?: () => void): Promise<LoadR
       clearTimeout(timer);
       reject(new Error(`load driver exited with ${code} before reporting`));
     });
-    child.send(job);
+    child.send({ ...job, generator: job.generator ?? generatorOf(process.env) } satisfies LoadJob);
   });
 }

@@ -23,7 +23,7 @@ import { createAdminCaller, createSignedCaller, payloadOf } from './signing.ts';
 /**
  * The payments benchmark of one back-end: a fresh database (a temporary data dir, or a PostgreSQL database
  * created and dropped here), the real server as a child process, clients seeded through the operator API, then
- * each scenario driven by autocannon from a separate process (load.ts). Loopback only; every run is bounded.
+ * each scenario driven by the load generator from a separate process (load.ts). Loopback only; every run is bounded.
  */
 
 export type Backend = 'embedded' | 'postgres';
