@@ -21,7 +21,7 @@ import { formatTable } from '../packages/server/bench/report.ts';
  *   BENCH_POST_POOL / BENCH_GET_POOL  requests pre-signed per run (default: enough for the targets)
  *   BENCH_SIGN_THREADS  pre-signing threads (default: CPU count)
  *   BENCH_PRESIGN_SECONDS  longest pre-signing per run (default 30); the rest is signed in the loop
- *   BENCH_GENERATOR     sockets (default: http-load.ts) or autocannon (the generator of the runs before 2026-11-28 21:30)
+ *   BENCH_GENERATOR     sockets (default: http-load.ts) or autocannon (the generator of the full runs up to 20:20 on 2026-11-28)
  *   BENCH_CPU_PROF      directory: write a V8 CPU profile of the server there
  *   BENCH_SERVER_NODE_ARGS  more node flags of the server, space-separated (e.g. --perf-basic-prof for perf)
  *   BENCH_SERVER_ENV    extra DISPERSA_* settings of the server, e.g. "DISPERSA_PAYMENT_LANES=1,DISPERSA_PAYMENT_MAX_BATCH=64"

@@ -117,7 +117,7 @@ async function run(job: LoadJob): Promise<LoadResult> {
     }
   };
 
-  // autocannon (BENCH_GENERATOR=autocannon), the generator of the runs before the thirty-fourth session.
+  // autocannon (BENCH_GENERATOR=autocannon), the generator of the full runs up to 20:20 on 2026-11-28.
   const request: AutocannonRequest = {
     setupRequest(req, context) {
       const lane = takeLane();

@@ -42,7 +42,7 @@ export interface LoadJob {
 export type Generator = 'sockets' | 'autocannon';
 
 /**
- * BENCH_GENERATOR: `sockets` (default) or `autocannon`, the generator of every run before the thirty-fourth session
+ * BENCH_GENERATOR: `sockets` (default) or `autocannon`, the generator of the full runs up to 20:20 on 2026-11-28
  * (docs/performance-log.md), kept so that a figure can be taken again the way those were.
  */
 export function generatorOf(env: NodeJS.ProcessEnv): Generator {

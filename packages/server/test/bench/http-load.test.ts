@@ -1,9 +1,19 @@
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { afterEach, describe, expect, it } from 'vitest';
-import { answerEnd, chunkedEnd, parseHead, runHttpLoad } from '../../bench/http-load.ts';
+import { answerEnd, chunkedEnd, type HttpLoadOptions, parseHead, runHttpLoad } from '../../bench/http-load.ts';
+import { generatorOf } from '../../bench/load-job.ts';
 
 const bytes = (s: string) => Buffer.from(s, 'latin1');
+
+describe('the load generator of a bench run', () => {
+  it('is the socket generator unless BENCH_GENERATOR asks for autocannon, and nothing else', () => {
+    expect(generatorOf({})).toBe('sockets');
+    expect(generatorOf({ BENCH_GENERATOR: 'sockets' })).toBe('sockets');
+    expect(generatorOf({ BENCH_GENERATOR: 'autocannon' })).toBe('autocannon');
+    expect(() => generatorOf({ BENCH_GENERATOR: 'wrk' })).toThrow('BENCH_GENERATOR must be sockets or autocannon');
+  });
+});
 
 describe('the socket load generator: reading answers', () => {
   it('reads the status and the framing from the head, whatever the case of the header names', () => {
@@ -52,6 +62,21 @@ describe('the socket load generator against a real server', () => {
     server = http.createServer(handler);
     await new Promise<void>((r) => server!.listen(0, '127.0.0.1', r));
     return (server.address() as AddressInfo).port;
+  }
+
+  /** A run on one connection whose requests are GET /0, /1, ..., with what a test sets instead. */
+  function loadOn(port: number, o: Partial<HttpLoadOptions<number>>) {
+    let n = 0;
+    return runHttpLoad<number>({
+      host: '127.0.0.1',
+      port,
+      connections: 1,
+      seconds: 0.4,
+      timeoutMs: 2000,
+      next: () => ({ bytes: request(`/${n}`), context: n++ }),
+      onResponse: () => {},
+      ...o,
+    });
   }
 
   const request = (path: string, body = '') =>
@@ -105,12 +130,9 @@ describe('the socket load generator against a real server', () => {
     const statuses: Record<number, number> = {};
     const failures: string[] = [];
     let chunkedOk = 0;
-    const result = await runHttpLoad<number>({
-      host: '127.0.0.1',
-      port,
+    const result = await loadOn(port, {
       connections: 4,
       seconds: 0.6,
-      timeoutMs: 2000,
       next() {
         const i = n++;
         return { bytes: request(`/${i}`, i % 2 === 0 ? '{"a":1}' : ''), context: i };
@@ -154,16 +176,11 @@ describe('the socket load generator against a real server', () => {
       if (req.url === '/0') return; // never answered
       res.end('ok');
     });
-    let n = 0;
     let answers = 0;
     const started = performance.now();
-    const result = await runHttpLoad<number>({
-      host: '127.0.0.1',
-      port,
-      connections: 1,
+    const result = await loadOn(port, {
       seconds: 0.8,
       timeoutMs: 300,
-      next: () => ({ bytes: request(`/${n}`), context: n++ }),
       onResponse: () => {
         answers++;
       },
@@ -188,16 +205,7 @@ describe('the socket load generator against a real server', () => {
       }
       res.end('ok');
     });
-    let n = 0;
-    const result = await runHttpLoad<number>({
-      host: '127.0.0.1',
-      port,
-      connections: 1,
-      seconds: 0.4,
-      timeoutMs: 2000,
-      next: () => ({ bytes: request(`/${n}`), context: n++ }),
-      onResponse: () => {},
-    });
+    const result = await loadOn(port, {});
     expect(result.errors).toBe(1);
     expect(result.timeouts).toBe(0);
     expect(result.total).toBeGreaterThan(4);
