@@ -71,6 +71,13 @@ export function parseHead(buf: Buffer): Answer | null {
   };
 }
 
+/** The size of the chunk whose size line runs from `at` to `eol` (extensions after `;` ignored). */
+function chunkSize(buf: Buffer, at: number, eol: number): number {
+  const size = Number.parseInt(buf.toString('latin1', at, eol).split(';')[0]!, 16);
+  if (!Number.isInteger(size)) throw new Error('malformed chunk size');
+  return size;
+}
+
 /**
  * Where a chunked body ends in buf (the offset after its last CRLF), or -1 when it is not all there yet. Trailers
  * are not expected and not supported.
@@ -80,8 +87,7 @@ export function chunkedEnd(buf: Buffer, start: number): number {
   for (;;) {
     const eol = buf.indexOf('\r\n', at, 'latin1');
     if (eol < 0) return -1;
-    const size = Number.parseInt(buf.toString('latin1', at, eol).split(';')[0]!, 16);
-    if (!Number.isInteger(size)) throw new Error('malformed chunk size');
+    const size = chunkSize(buf, at, eol);
     if (size === 0) return eol + 4 <= buf.length ? eol + 4 : -1;
     at = eol + 2 + size + 2;
     if (at > buf.length) return -1;
@@ -100,7 +106,7 @@ function chunkedBody(buf: Buffer, start: number, end: number): string {
   let at = start;
   while (at < end) {
     const eol = buf.indexOf('\r\n', at, 'latin1');
-    const size = Number.parseInt(buf.toString('latin1', at, eol).split(';')[0]!, 16);
+    const size = chunkSize(buf, at, eol);
     if (size === 0) break;
     parts.push(buf.subarray(eol + 2, eol + 2 + size));
     at = eol + 2 + size + 2;
