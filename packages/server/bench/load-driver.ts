@@ -88,6 +88,7 @@ async function run(job: LoadJob): Promise<LoadResult> {
   const free: number[] = job.lanes.map((_, i) => i);
   const busySince = new Map<number, number>();
   let signedInLoop = 0;
+  let reused = 0;
   let laneSteals = 0;
   const statusCounts: Record<string, number> = {};
   const failureSamples: string[] = [];
@@ -108,6 +109,16 @@ async function run(job: LoadJob): Promise<LoadResult> {
     return oldest;
   };
 
+  // The index of a lane's next request; past the end of its pool, the pool again from its first when the target
+  // checks no nonce (job.reusePool), else a request signed in the loop.
+  const nextIndex = (lane: number): number => {
+    const i = next[lane]!++;
+    const size = pool[lane]!.length;
+    if (job.reusePool !== true || size === 0 || i < size) return i;
+    reused++;
+    return i % size;
+  };
+
   const answered = (lane: number | undefined, status: number, body: string) => {
     if (lane !== undefined && busySince.delete(lane)) free.push(lane);
     const key = String(status);
@@ -123,7 +134,7 @@ async function run(job: LoadJob): Promise<LoadResult> {
       const lane = takeLane();
       busySince.set(lane, performance.now());
       context['lane'] = lane;
-      const i = next[lane]!++;
+      const i = nextIndex(lane);
       const input = requestOf(job, lane, i);
       let signature = pool[lane]![i];
       if (signature === undefined) {
@@ -160,7 +171,7 @@ async function run(job: LoadJob): Promise<LoadResult> {
   // The pre-signed requests' bytes are built before the timed run: the loop only writes them.
   const prebuilt = generator === 'sockets' ? pool.map((sigs, lane) => sigs.map((sig, i) => bytesOf(lane, i, sig))) : [];
   const requestBytes = (lane: number): Buffer => {
-    const i = next[lane]!++;
+    const i = nextIndex(lane);
     const ready = prebuilt[lane]![i];
     if (ready !== undefined) return ready;
     signedInLoop++;
@@ -203,6 +214,7 @@ async function run(job: LoadJob): Promise<LoadResult> {
     failureSamples,
     preSigned: pool.reduce((a, p) => a + p.length, 0),
     signedInLoop,
+    reused,
     presignMs: Math.round(presignMs),
     laneSteals,
     driverCpuPercent: result.duration > 0 ? Math.round((cpu.user + cpu.system) / 10_000 / result.duration) : 0,

@@ -37,6 +37,14 @@ export interface LoadJob {
   signThreads: number;
   /** The generator: plain sockets (http-load.ts, the default) or autocannon. Default: generatorOf(process.env). */
   generator?: Generator;
+  /**
+   * The target checks neither nonces nor idempotency keys (the floor, floor-server.ts): a lane whose pre-signed
+   * requests are used up sends them again from its first instead of signing in the loop. Signing in the loop
+   * takes a quarter of a millisecond of the generator's CPU a request, from the two cores the target runs on;
+   * the floor answers faster than any pool sized for the service's targets lasts, and its figure would be the
+   * generator's signing rate instead of the floor's.
+   */
+  reusePool?: boolean;
 }
 
 export type Generator = 'sockets' | 'autocannon';
@@ -70,6 +78,8 @@ export interface LoadResult {
   preSigned: number;
   /** Requests that had to be signed during the timed run (the pool ran dry). */
   signedInLoop: number;
+  /** Pre-signed requests sent again after their lane's pool was used up (reusePool only). */
+  reused: number;
   presignMs: number;
   /** CPU the load generator itself used during the timed run, in % of one core. */
   driverCpuPercent: number;

@@ -1,0 +1,69 @@
+import { randomBytes } from 'node:crypto';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { benchFloor, type FloorServer, floorLanes, startFloorServer } from '../../bench/floor.ts';
+import { runLoad } from '../../bench/load.ts';
+import type { Lane, LoadJob } from '../../bench/load-job.ts';
+
+// A real floor server and the real load driver on loopback, with a pool far smaller than one second of requests:
+// the floor checks no nonce, so its lanes may send their pool again, where a signing loop would cap it.
+describe('the floor is driven from its pre-signed pool only', () => {
+  let lanes: Lane[];
+  let server: FloorServer;
+  beforeAll(async () => {
+    lanes = await floorLanes(2);
+    server = await startFloorServer(lanes);
+  }, 60_000);
+  afterAll(async () => {
+    await server?.stop();
+  });
+
+  const job = (reusePool: boolean): LoadJob => ({
+    baseUrl: server.baseUrl,
+    scenario: 'create-payment',
+    runTag: randomBytes(4).toString('hex'),
+    lanes,
+    connections: 2,
+    seconds: 1,
+    poolSize: 8,
+    signThreads: 1,
+    presignSeconds: 10,
+    reusePool,
+  });
+
+  it('a lane whose pool is used up sends it again, and nothing is signed in the loop', async () => {
+    const r = await runLoad(job(true));
+    expect(r.preSigned).toBe(8);
+    expect(r.requests).toBeGreaterThan(8);
+    expect(r.non2xx + r.errors + r.timeouts).toBe(0);
+    expect(r.signedInLoop).toBe(0);
+    // Sent beyond the pool: the answered ones, and up to one a connection still in flight when the run ended.
+    expect(r.reused - (r.requests - 8)).toBeGreaterThanOrEqual(0);
+    expect(r.reused - (r.requests - 8)).toBeLessThanOrEqual(2);
+  }, 60_000);
+
+  it('without it the driver signs in the loop once the pool is used up (the service checks nonces)', async () => {
+    const r = await runLoad(job(false));
+    expect(r.requests).toBeGreaterThan(8);
+    expect(r.non2xx + r.errors + r.timeouts).toBe(0);
+    expect(r.reused).toBe(0);
+    expect(r.signedInLoop - (r.requests - 8)).toBeGreaterThanOrEqual(0);
+    expect(r.signedInLoop - (r.requests - 8)).toBeLessThanOrEqual(2);
+  }, 60_000);
+
+  it('benchFloor reuses its pool for both scenarios', async () => {
+    const floor = await benchFloor({
+      scenarios: ['create-payment', 'get-payment'],
+      connections: 2,
+      seconds: 1,
+      pool: { 'create-payment': 8, 'get-payment': 8 },
+      signThreads: 1,
+      presignSeconds: 10,
+      log: () => {},
+    });
+    expect(floor.map((f) => f.scenario)).toEqual(['create-payment', 'get-payment']);
+    for (const f of floor) {
+      expect(f.rps).toBeGreaterThan(8);
+      expect(f.signedInLoop).toBe(0);
+    }
+  }, 60_000);
+});
