@@ -1,6 +1,7 @@
 import { createRequire } from 'node:module';
 import { Worker } from 'node:worker_threads';
 import { type HttpLoadResult, runHttpLoad } from './http-load.ts';
+import { laneRequests } from './lane-requests.ts';
 import type { DriverMessage } from './load.ts';
 import type { LoadJob, LoadResult } from './load-job.ts';
 import { requestOf } from './load-job.ts';
@@ -82,6 +83,7 @@ async function run(job: LoadJob): Promise<LoadResult> {
   const t0 = performance.now();
   const pool = await presign(job, perLane);
   const presignMs = performance.now() - t0;
+  const presigned = pool.map((sigs) => sigs.length);
 
   const keys = job.lanes.map((l) => privateKeyOf(l.privatePem));
   const next = job.lanes.map(() => 0);
@@ -113,7 +115,7 @@ async function run(job: LoadJob): Promise<LoadResult> {
   // checks no nonce (job.reusePool), else a request signed in the loop.
   const nextIndex = (lane: number): number => {
     const i = next[lane]!++;
-    const size = pool[lane]!.length;
+    const size = presigned[lane]!;
     if (job.reusePool !== true || size === 0 || i < size) return i;
     reused++;
     return i % size;
@@ -168,12 +170,15 @@ async function run(job: LoadJob): Promise<LoadResult> {
     if (body.length > 0) head += `content-type: application/json\r\ncontent-length: ${body.length}\r\n`;
     return Buffer.concat([Buffer.from(`${head}\r\n`, 'latin1'), body]);
   };
-  // The pre-signed requests' bytes are built before the timed run: the loop only writes them.
-  const prebuilt = generator === 'sockets' ? pool.map((sigs, lane) => sigs.map((sig, i) => bytesOf(lane, i, sig))) : [];
+  // The pre-signed requests' bytes are built before the timed run, the loop only writes them, and the signatures
+  // are let go: the collector has nothing of the pool to walk during the run (lane-requests.ts).
+  const prebuilt =
+    generator === 'sockets' ? pool.map((sigs, lane) => laneRequests(sigs, (i, sig) => bytesOf(lane, i, sig))) : [];
+  if (generator === 'sockets') pool.fill([]);
   const requestBytes = (lane: number): Buffer => {
     const i = nextIndex(lane);
-    const ready = prebuilt[lane]![i];
-    if (ready !== undefined) return ready;
+    const ready = prebuilt[lane]!;
+    if (i < ready.count) return ready.at(i);
     signedInLoop++;
     return bytesOf(lane, i, signatureOf(requestOf(job, lane, i), keys[lane]!));
   };
@@ -212,7 +217,7 @@ async function run(job: LoadJob): Promise<LoadResult> {
     timeouts: result.timeouts,
     statusCounts,
     failureSamples,
-    preSigned: pool.reduce((a, p) => a + p.length, 0),
+    preSigned: presigned.reduce((a, n) => a + n, 0),
     signedInLoop,
     reused,
     presignMs: Math.round(presignMs),
