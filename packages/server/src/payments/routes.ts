@@ -70,7 +70,7 @@ export function registerPaymentRoutes(app: FastifyInstance, payments: PaymentSer
       const read = await payments.get(request.auth!, request.params.id);
       switch (read.kind) {
         case 'found':
-          return enveloped(request, reply, toPublicPayment(read.payment));
+          return enveloped(request, reply, read.payment);
         case 'not_found':
           throw httpError(404, 'payment not found');
         case 'refused':

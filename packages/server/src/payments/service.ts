@@ -2,13 +2,15 @@ import type { AuthContext } from '../auth/authenticate.ts';
 import type { NonceVerdict } from '../auth/nonce-store.ts';
 import { availableBalance } from '../ledger/ledger.ts';
 import type { CreateResult } from './create.ts';
+import type { PublicPayment } from './model.ts';
 import { createPaymentPipeline, type PipelineDeps } from './pipeline.ts';
+import type { PaymentView } from './public-view.ts';
 import { type ListFilter, listPayments, type Payment, seqOfPaymentId } from './repository.ts';
 import { createSignedReads } from './signed-read.ts';
 
 /** A signed read of one payment: the payment, none for this client, or the refusal of its nonce. */
 export type ReadResult =
-  | { kind: 'found'; payment: Payment }
+  | { kind: 'found'; payment: PublicPayment }
   | { kind: 'not_found' }
   | { kind: 'refused'; verdict: Exclude<NonceVerdict, 'ok'> };
 
@@ -33,8 +35,8 @@ export function createPaymentService(deps: PipelineDeps): PaymentService {
     onRun: (seconds) => deps.metrics.observeBatchRun('payment_read', seconds),
   });
   deps.metrics.setBatchLanes('payment_read', signedReads.lanes);
-  const found = (payment: Payment | null): ReadResult =>
-    payment === null ? { kind: 'not_found' } : { kind: 'found', payment };
+  const found = (view: PaymentView | null): ReadResult =>
+    view === null ? { kind: 'not_found' } : { kind: 'found', payment: view.payment };
 
   return {
     create: (auth, idempotencyKey, body) => pipeline.create(auth, idempotencyKey, body),
@@ -52,7 +54,7 @@ export function createPaymentService(deps: PipelineDeps): PaymentService {
         paymentId: id,
       });
       deferred.settled = true;
-      return read.verdict === 'ok' ? found(read.payment) : { kind: 'refused', verdict: read.verdict };
+      return read.verdict === 'ok' ? found(read.view) : { kind: 'refused', verdict: read.verdict };
     },
     list: (filter) => listPayments(deps.db, filter),
     available: (clientId, currency) => availableBalance(deps.db, clientId, currency),

@@ -3,13 +3,13 @@ import { batchStartTurns } from '../db/batch-start.ts';
 import type { Db } from '../db/db.ts';
 import { prepared } from '../db/prepared.ts';
 import { createBatcher, resultsAt } from '../shared/batcher.ts';
-import { type Payment, paymentFromJson } from './repository.ts';
+import { type PaymentView, paymentViewFromJson } from './public-view.ts';
 
 /**
  * Signed GETs of a payment whose nonce the read consumes (auth/deferred-nonce.ts): the GETs that arrive together
  * apply their nonces and read their payments in one statement (read_payments_signed, migration 0029), one round
  * trip and one commit per batch, where the nonce flush and the read were two. The nonce mark commits with the
- * statement, before any answer leaves.
+ * statement, before any answer leaves. A payment comes back as its public view (migration 0041, public-view.ts).
  */
 
 export interface SignedRead {
@@ -20,8 +20,8 @@ export interface SignedRead {
   paymentId: string;
 }
 
-/** The nonce's verdict and, when it was good, the payment: null when it does not exist for this client. */
-export type SignedReadResult = { verdict: 'ok'; payment: Payment | null } | { verdict: Exclude<NonceVerdict, 'ok'> };
+/** The nonce's verdict and, when it was good, the payment's view: null when it does not exist for this client. */
+export type SignedReadResult = { verdict: 'ok'; view: PaymentView | null } | { verdict: Exclude<NonceVerdict, 'ok'> };
 
 const READ_SQL = prepared(
   'SELECT pos, verdict, payment FROM read_payments_signed($1::text[], $2::numeric[], $3::boolean[], $4::text[])',
@@ -64,17 +64,17 @@ export function createSignedReads({
           items.map((i) => i.paymentId),
         ],
       );
-      const payments = new Map<string, Payment>();
+      const views = new Map<string, PaymentView>();
       for (const row of rows) {
         if (row.pos !== null) continue;
-        const payment = paymentFromJson(row.payment!);
-        payments.set(payment.id, payment);
+        const view = paymentViewFromJson(row.payment!);
+        views.set(view.payment.id, view);
       }
       const answer = (item: SignedRead, verdict: NonceVerdict): SignedReadResult => {
         if (verdict !== 'ok') return { verdict };
-        const payment = payments.get(item.paymentId);
+        const view = views.get(item.paymentId);
         // Another client's payment does not exist for this one.
-        return { verdict, payment: payment?.clientId === item.clientId ? payment : null };
+        return { verdict, view: view?.clientId === item.clientId ? view : null };
       };
       return resultsAt(
         items.length,

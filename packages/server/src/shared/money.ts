@@ -31,3 +31,18 @@ export function minorFromDb(value: unknown): bigint {
 export function isoTime(value: Date | string): string {
   return (value instanceof Date ? value : new Date(value)).toISOString();
 }
+
+/**
+ * isoTime of a timestamptz as PostgreSQL writes it in JSON: ISO 8601 in the session's offset, the fraction's trailing
+ * zeros dropped ("2026-11-29T03:34:27.12+00:00"). A UTC session's text is cut and padded to the edge form, the
+ * fraction truncated to milliseconds as Date truncates it: a tenth of the time of parsing a Date and formatting it,
+ * which the signed GET did twice a request. Any other offset or shape goes through Date.
+ */
+export function isoTimeFromDb(text: string): string {
+  const n = text.length;
+  if (n >= 25 && n <= 32 && text.endsWith('+00:00') && text[4] === '-' && text[10] === 'T') {
+    if (n === 25) return `${text.slice(0, 19)}.000Z`;
+    if (n >= 27 && text[19] === '.') return `${text.slice(0, 19)}.${`${text.slice(20, n - 6)}00`.slice(0, 3)}Z`;
+  }
+  return new Date(text).toISOString();
+}

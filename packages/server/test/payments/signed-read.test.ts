@@ -66,12 +66,12 @@ describe('signed reads of payments', () => {
     const withMine = statements.filter((s) => (s.keys as string[]).includes(mine.keyId));
     expect(withMine).toHaveLength(1);
     expect((withMine[0]!.keys as string[]).filter((k) => k === mine.keyId)).toHaveLength(5);
-    expect(answers[0]).toMatchObject({ verdict: 'ok', payment: { id: own, clientId: mine.clientId } });
+    expect(answers[0]).toMatchObject({ verdict: 'ok', view: { clientId: mine.clientId, payment: { id: own } } });
     expect(answers[1]).toEqual({ verdict: 'replay' });
     // Another client's payment does not exist for this one.
-    expect(answers[2]).toEqual({ verdict: 'ok', payment: null });
-    expect(answers[3]).toEqual({ verdict: 'ok', payment: null });
-    expect(answers[4]).toMatchObject({ verdict: 'ok', payment: { id: other, clientId: theirs.clientId } });
+    expect(answers[2]).toEqual({ verdict: 'ok', view: null });
+    expect(answers[3]).toEqual({ verdict: 'ok', view: null });
+    expect(answers[4]).toMatchObject({ verdict: 'ok', view: { clientId: theirs.clientId, payment: { id: other } } });
     expect(answers[5]).toEqual({ verdict: 'replay' });
     // The marks committed with the statement: the same nonces again are replays.
     const again = await Promise.all([reads.read(request(mine, a, own)), reads.read(request(theirs, t, other))]);
