@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { paymentViewFromJson } from '../../src/payments/public-view.ts';
 import { findPaymentsByIds, toPublicPayment } from '../../src/payments/repository.ts';
-import { CCE, newKey, PM, pay } from '../support/payments.ts';
+import { paymentsOfEachOutcome } from '../support/payments.ts';
 import { startTestServer, type TestServer } from '../support/test-server.ts';
 
 /**
@@ -28,19 +28,8 @@ async function views(ids: string[]): Promise<Map<string, ReturnType<typeof payme
 describe('payments_public_json and paymentViewFromJson', () => {
   it('show what toPublicPayment shows of the whole row, and the owning client', async () => {
     const c = await server.newClient({ fundMinor: 10_000_000_000n });
-    const ids: string[] = [];
     // Completed PM, failed at the bank, unknown, interbank pending, refused (failed at once with its code).
-    for (const [amount, destination] of [
-      ['10000', PM],
-      ['10001', PM],
-      ['10002', PM],
-      ['10000', CCE],
-      ['999999999999', PM],
-    ] as const) {
-      const key = newKey('view');
-      const res = await pay(c, amount, destination, key);
-      ids.push(res.status === 422 ? (await pay(c, amount, destination, key)).body.payload.id : res.body.payload.id);
-    }
+    const ids = await paymentsOfEachOutcome(c, 'view');
     const { db } = server.testDb;
     // The optional fields and timestamps no sandbox flow writes: another balance currency, a beneficiary and a
     // quote, a 64-bit amount beyond 2^53, whole seconds and microseconds.

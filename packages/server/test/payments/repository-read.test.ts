@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { findPayment, findPaymentsByIds } from '../../src/payments/repository.ts';
-import { CCE, newKey, PM, pay } from '../support/payments.ts';
+import { CCE, paymentsOfEachOutcome } from '../support/payments.ts';
 import { startTestServer, type TestServer } from '../support/test-server.ts';
 
 /**
@@ -19,20 +19,7 @@ afterAll(async () => {
 describe('findPaymentsByIds', () => {
   it('reads exactly what findPayment reads', async () => {
     const c = await server.newClient({ fundMinor: 10_000_000_000n });
-    const ids: string[] = [];
-    // Completed PM, failed at the bank, unknown (unknown_since set), interbank with a beneficiary name, refused.
-    for (const [amount, destination] of [
-      ['10000', PM],
-      ['10001', PM],
-      ['10002', PM],
-      ['10000', CCE],
-      ['999999999999', PM],
-    ] as const) {
-      const key = newKey('read');
-      const res = await pay(c, amount, destination, key);
-      // A refusal (422) names no payment; its replay does.
-      ids.push(res.status === 422 ? (await pay(c, amount, destination, key)).body.payload.id : res.body.payload.id);
-    }
+    const ids = await paymentsOfEachOutcome(c, 'read');
     const { db } = server.testDb;
     // Beyond 2^53, where a JSON number would round.
     await db.query('UPDATE payments SET amount_minor = 9007199254740993 WHERE id = $1', [ids[0]]);

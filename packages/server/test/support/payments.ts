@@ -70,3 +70,24 @@ export async function expectFailedAtOnceEvent(
   expect(read.status).toBe(200);
   expect(event.data, body).toEqual({ payment: read.body.payload, previousState: null });
 }
+
+/**
+ * One payment of each outcome the sandbox gives at once, in this order: completed PM, failed at the bank, unknown,
+ * interbank pending (with a beneficiary name), and refused (failed at once, read through its key's replay, as a 422
+ * names no payment). Their ids.
+ */
+export async function paymentsOfEachOutcome(c: TestClient, keyPrefix: string): Promise<string[]> {
+  const ids: string[] = [];
+  for (const [amount, destination] of [
+    ['10000', PM],
+    ['10001', PM],
+    ['10002', PM],
+    ['10000', CCE],
+    ['999999999999', PM],
+  ] as const) {
+    const key = newKey(keyPrefix);
+    const res = await pay(c, amount, destination, key);
+    ids.push(res.status === 422 ? (await pay(c, amount, destination, key)).body.payload.id : res.body.payload.id);
+  }
+  return ids;
+}
