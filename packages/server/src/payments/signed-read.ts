@@ -7,9 +7,9 @@ import { type PaymentView, paymentViewFromJson } from './public-view.ts';
 
 /**
  * Signed GETs of a payment whose nonce the read consumes (auth/deferred-nonce.ts): the GETs that arrive together
- * apply their nonces and read their payments in one statement (read_payments_signed, migration 0029), one round
- * trip and one commit per batch, where the nonce flush and the read were two. The nonce mark commits with the
- * statement, before any answer leaves. A payment comes back as its public view (migration 0041, public-view.ts).
+ * apply their nonces and read their payments in one statement (read_payment_views_signed, migrations 0029 and 0041),
+ * one round trip and one commit per batch, where the nonce flush and the read were two. The nonce mark commits with
+ * the statement, before any answer leaves. A payment comes back as its public view (public-view.ts).
  */
 
 export interface SignedRead {
@@ -24,7 +24,7 @@ export interface SignedRead {
 export type SignedReadResult = { verdict: 'ok'; view: PaymentView | null } | { verdict: Exclude<NonceVerdict, 'ok'> };
 
 const READ_SQL = prepared(
-  'SELECT pos, verdict, payment FROM read_payments_signed($1::text[], $2::numeric[], $3::boolean[], $4::text[])',
+  'SELECT pos, verdict, payment_view FROM read_payment_views_signed($1::text[], $2::numeric[], $3::boolean[], $4::text[])',
 );
 
 /**
@@ -55,19 +55,20 @@ export function createSignedReads({
     onRun,
     async run(items) {
       onBatch?.(items.length);
-      const { rows } = await db.query<{ pos: number | null; verdict: NonceVerdict | null; payment: string | null }>(
-        READ_SQL,
-        [
-          items.map((i) => i.keyId),
-          items.map((i) => i.nonce),
-          items.map((i) => i.strict),
-          items.map((i) => i.paymentId),
-        ],
-      );
+      const { rows } = await db.query<{
+        pos: number | null;
+        verdict: NonceVerdict | null;
+        payment_view: string | null;
+      }>(READ_SQL, [
+        items.map((i) => i.keyId),
+        items.map((i) => i.nonce),
+        items.map((i) => i.strict),
+        items.map((i) => i.paymentId),
+      ]);
       const views = new Map<string, PaymentView>();
       for (const row of rows) {
         if (row.pos !== null) continue;
-        const view = paymentViewFromJson(row.payment!);
+        const view = paymentViewFromJson(row.payment_view!);
         views.set(view.payment.id, view);
       }
       const answer = (item: SignedRead, verdict: NonceVerdict): SignedReadResult => {
@@ -83,7 +84,7 @@ export function createSignedReads({
           const i = row.pos - 1;
           return [[i, answer(items[i]!, row.verdict!)] as const];
         }),
-        'read_payments_signed gave no verdict',
+        'read_payment_views_signed gave no verdict',
       );
     },
   });

@@ -279,7 +279,7 @@ describe('reads that share a query', () => {
     statements.length = 0;
     const answers = await Promise.all(targets.map((id) => mine!.api.get(`/v2/payments/${id}`)));
     // Each GET's nonce went with its read (payments/signed-read.ts): none was flushed on its own.
-    expect(statements.filter((sql) => sql.includes('read_payments_signed(')).length).toBeGreaterThan(0);
+    expect(statements.filter((sql) => sql.includes('read_payment_views_signed(')).length).toBeGreaterThan(0);
     expect(statements.filter((sql) => sql.includes('consume_nonces('))).toEqual([]);
     answers.forEach((a, i) => {
       if (targets[i] === ownId) {

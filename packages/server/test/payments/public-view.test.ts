@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { paymentViewFromJson } from '../../src/payments/public-view.ts';
-import { findPaymentsByIds, toPublicPayment } from '../../src/payments/repository.ts';
+import { findPaymentsByIds, paymentFromJson, toPublicPayment } from '../../src/payments/repository.ts';
 import { paymentsOfEachOutcome } from '../support/payments.ts';
 import { startTestServer, type TestServer } from '../support/test-server.ts';
 
@@ -59,5 +59,22 @@ describe('payments_public_json and paymentViewFromJson', () => {
     });
     expect(read.get(ids[1]!)!.payment).toMatchObject({ beneficiaryId: 'ben_x', amountMinor: '9007199254740995' });
     expect(read.get(ids[4]!)!.payment).toMatchObject({ state: 'failed', failureCode: 'limit_exceeded' });
+  });
+
+  it('leave the read of the code before them as it was, for a process not yet replaced', async () => {
+    const c = await server.newClient({ fundMinor: 10_000_000_000n });
+    const ids = await paymentsOfEachOutcome(c, 'old');
+    const { db } = server.testDb;
+    // 0029's read, as that code calls it: no nonce, every id; each payment's whole row.
+    const { rows } = await db.query<{ pos: number | null; payment: string | null }>(
+      'SELECT pos, verdict, payment FROM read_payments_signed($1::text[], $2::numeric[], $3::boolean[], $4::text[])',
+      [[], [], [], ids],
+    );
+    const whole = await findPaymentsByIds(db, ids);
+    expect(rows).toHaveLength(ids.length);
+    for (const row of rows) {
+      const payment = paymentFromJson(row.payment!);
+      expect(payment).toEqual(whole.get(payment.id));
+    }
   });
 });

@@ -62,7 +62,7 @@ describe('signed reads of payments', () => {
     ]);
     // One statement: the reads added in one turn share it, whatever their keys.
     expect(statements).toHaveLength(1);
-    for (const s of statements) expect(s.sql).toContain('read_payments_signed(');
+    for (const s of statements) expect(s.sql).toContain('read_payment_views_signed(');
     const withMine = statements.filter((s) => (s.keys as string[]).includes(mine.keyId));
     expect(withMine).toHaveLength(1);
     expect((withMine[0]!.keys as string[]).filter((k) => k === mine.keyId)).toHaveLength(5);
