@@ -60,12 +60,15 @@ export const EMBEDDED_BATCH_LINES = 100;
  * ms of one backend's work in three statements (storing, the payments' facts, the debit watch), and the payment
  * step's backend shared a core with it meanwhile, so every payment in flight took longer. While requests are in
  * flight, batches of 1,000, resting as long as each took (domain.ts), spread a pass out: six alternated pairs of the
- * POST bench, p99 22.8 ms against 24.5 on the means (lower in five, one even), 3,100 payments a second against
- * 3,030, and the server's RSS 128-139 MB after the run against 156-178 (docs/performance-log.md, twenty-third session).
- * With nobody waiting, a backlog is read in batches of 5,000: 1,000 read it a sixth slower (the reconciliation
- * bench, 42,000 lines a second against 49,000).
+ * POST bench, p99 22.8 ms against 24.5 on the means (docs/performance-log.md, twenty-third session). Batches of 250
+ * cut each stretch shorter again: the POST's slowest 1 % came during a pass (its p99 over the run's tenths rose
+ * from about 20 ms to 30-44 in the pass's seconds), and six more alternated pairs gave p99 24.4 ms against 27.2 on the
+ * means, lower in every pair, payments a second within a per cent (thirty-sixth session). An interval's backlog is
+ * then read at some 5,500 lines a second under that load, twice the payments that make the lines. With nobody
+ * waiting, a backlog is read in batches of 5,000: 1,000 read it a sixth slower (the reconciliation bench, 42,000
+ * lines a second against 49,000).
  */
-export const POSTGRES_SERVING_BATCH_LINES = 1000;
+export const POSTGRES_SERVING_BATCH_LINES = 250;
 
 /** Most lines a batch stores: `serving`, whether requests are in flight in this process (run-worker.ts). */
 export function batchLinesFor(kind: Db['kind'], serving: boolean): number {

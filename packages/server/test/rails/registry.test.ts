@@ -27,7 +27,7 @@ const baseEnv = { DISPERSA_ADMIN_TOKEN: 'a'.repeat(32), DISPERSA_LOG_LEVEL: 'sil
 
 describe('the rails the service is given', () => {
   it('page the statement by what this database stores in one transaction', () => {
-    expect(statementPageLinesFor(t.db.kind)).toBe(t.db.kind === 'embedded' ? 100 : 500);
+    expect(statementPageLinesFor(t.db.kind)).toBe(t.db.kind === 'embedded' ? 100 : 250);
   });
 
   it('sandbox: the simulated bank hands out pages of that size', async () => {
