@@ -1,4 +1,5 @@
 import path from 'node:path';
+import { isBase64 } from './shared/base64.ts';
 import { FAILPOINTS } from './shared/failpoints.ts';
 import { MASTER_KEY_BYTES } from './webhooks/master-key.ts';
 
@@ -308,7 +309,7 @@ function parseMasterKey(env: Env, environment: Environment): MasterKeySource {
   if (file !== undefined) return { kind: 'file', path: path.resolve(file) };
   if (value !== undefined) {
     const key = Buffer.from(value, 'base64');
-    if (!/^[A-Za-z0-9+/]+={0,2}$/.test(value) || key.length !== MASTER_KEY_BYTES) {
+    if (!isBase64(value) || key.length !== MASTER_KEY_BYTES) {
       // The value itself is never repeated in the message: it is a secret.
       throw new ConfigError(
         'DISPERSA_MASTER_KEY',

@@ -1,7 +1,8 @@
 import { constants, generateKeyPairSync, sign } from 'node:crypto';
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { isBase64, verifyEnvelope } from '../../src/auth/envelope.ts';
+import { verifyEnvelope } from '../../src/auth/envelope.ts';
+import { isBase64 } from '../../src/shared/base64.ts';
 
 /** The signature header's check, a loop over a table, says exactly what the regular expression it replaced said. */
 
