@@ -5,6 +5,7 @@ import { prepared } from '../db/prepared.ts';
 import type { DocType } from '../rails/rail.ts';
 import { isoTime, minorFromDb } from '../shared/money.ts';
 import type { PaymentState, PublicPayment, SubStatus } from './model.ts';
+import { publicPaymentOf } from './public-view.ts';
 
 /** The payments table: the only SQL over it lives here. */
 
@@ -115,26 +116,21 @@ export function seqOfPaymentId(id: string): bigint | null {
 }
 
 export function toPublicPayment(p: Payment): PublicPayment {
-  const out: PublicPayment = {
-    intentId: p.id,
+  return publicPaymentOf({
     id: p.id,
     state: p.state,
     subStatus: p.subStatus,
     amountMinor: p.amountMinor.toString(),
-    currency: p.currency,
     rail: p.rail,
-    beneficiary: p.account,
+    account: p.account,
     createdAt: isoTime(p.createdAt),
     updatedAt: isoTime(p.updatedAt),
     failureCode: p.failureCode,
-  };
-  if (p.beneficiaryId !== null) out.beneficiaryId = p.beneficiaryId;
-  if (p.sourceCurrency !== 'VES') {
-    out.sourceCurrency = p.sourceCurrency;
-    out.sourceAmountMinor = p.sourceAmountMinor.toString();
-  }
-  if (p.quoteId !== null) out.quoteId = p.quoteId;
-  return out;
+    beneficiaryId: p.beneficiaryId,
+    sourceCurrency: p.sourceCurrency,
+    sourceAmountMinor: p.sourceAmountMinor.toString(),
+    quoteId: p.quoteId,
+  });
 }
 
 /**

@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { paymentViewFromJson } from '../../src/payments/public-view.ts';
+import { type PaymentView, paymentViewFromJson } from '../../src/payments/public-view.ts';
 import { findPaymentsByIds, paymentFromJson, toPublicPayment } from '../../src/payments/repository.ts';
 import { paymentsOfEachOutcome } from '../support/payments.ts';
 import { startTestServer, type TestServer } from '../support/test-server.ts';
@@ -18,11 +18,11 @@ afterAll(async () => {
   await server.stop();
 });
 
-async function views(ids: string[]): Promise<Map<string, ReturnType<typeof paymentViewFromJson>>> {
+async function views(ids: string[]): Promise<Map<string, PaymentView>> {
   const { rows } = await server.testDb.db.query<{ j: string }>('SELECT j FROM payments_public_json($1::text[]) AS j', [
     ids,
   ]);
-  return new Map(rows.map((r) => [paymentViewFromJson(r.j).payment.id, paymentViewFromJson(r.j)]));
+  return new Map(rows.map((r) => paymentViewFromJson(r.j)).map((v) => [v.payment.id, v]));
 }
 
 describe('payments_public_json and paymentViewFromJson', () => {
