@@ -254,9 +254,9 @@ export async function timeSteps(
     const t0 = performance.now();
     // Joint: one call books the previous batch and reserves this one; separate: the booking, then the reserve.
     const stepDb = dbs[version]!;
-    const first = await advanceBatch(stepDb, systemClock, joint ? items : [], book);
+    const first = await advanceBatch(stepDb, stepDb, systemClock, joint ? items : [], book);
     for (const b of first.booked) if (!b.ok) throw b.error;
-    const { reserved } = joint ? first : await advanceBatch(stepDb, systemClock, items, []);
+    const { reserved } = joint ? first : await advanceBatch(stepDb, stepDb, systemClock, items, []);
     // The first step has nothing to book and the last nothing to reserve: neither is timed.
     if (counted) {
       const wall = performance.now() - t0;

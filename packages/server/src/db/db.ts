@@ -26,6 +26,12 @@ export interface Db extends Queryable {
   /** Runs fn in one transaction: committed when fn resolves, rolled back when it throws. */
   tx<T>(fn: (q: Queryable) => Promise<T>, options?: TxOptions): Promise<T>;
   close(): Promise<void>;
+  /**
+   * A connection for one batcher's lane (PostgreSQL, held-connection.ts): its statements are written at once, not a
+   * tick later through the pool. Absent on the embedded database, whose one connection has no such turn, and on a
+   * PostgreSQL pool of fewer than four connections.
+   */
+  heldConnection?(): Queryable;
   /** Connection pool use (PostgreSQL); absent on the embedded database, which has one connection. */
   poolStats?(): PoolStats;
 }

@@ -1,4 +1,4 @@
-import { type Db, statementRetrying } from '../db/db.ts';
+import { type Db, type Queryable, statementRetrying } from '../db/db.ts';
 import { prepared } from '../db/prepared.ts';
 import type { BatchResult } from '../shared/batcher.ts';
 import type { Clock } from '../shared/clock.ts';
@@ -36,13 +36,15 @@ export interface Advanced {
 
 export async function advanceBatch(
   db: Db,
+  /** Where the step's statement goes: the lane's held connection on PostgreSQL (db/held-connection.ts). */
+  step: Queryable,
   clock: Clock,
   reserve: readonly ReserveItem[],
   book: BookBatch,
 ): Promise<Advanced> {
   const r = reserveCall(clock, reserve);
   const b = bookCall(clock, book);
-  const { reserveRows, bookRows } = await stepRows(db, r, b, reserve.length, book.length);
+  const { reserveRows, bookRows } = await stepRows(step, r, b, reserve.length, book.length);
   // The commit is behind us: what one side fails to read back fails that side's requests only.
   const [reserved, booked] = await Promise.allSettled([
     reserveAnswers(db, reserve, r, reserveRows),
@@ -59,7 +61,7 @@ export async function advanceBatch(
 
 /** A step with one side only is that side's own function: the same statement, without the joint call around it. */
 async function stepRows(
-  db: Db,
+  db: Queryable,
   r: ReserveCall,
   b: BookCall,
   reserves: number,

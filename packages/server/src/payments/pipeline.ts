@@ -57,6 +57,7 @@ export interface PaymentPipeline {
 export function createPaymentPipeline(deps: PipelineDeps): PaymentPipeline {
   const { db, clock, metrics } = deps;
   const startTurns = batchStartTurns(db);
+  const stepConnection = db.heldConnection?.() ?? db;
 
   const step = createPairBatcher<ReserveItem, CreateResult, Submitted, Payment>({
     lanes: deps.lanes,
@@ -71,7 +72,7 @@ export function createPaymentPipeline(deps: PipelineDeps): PaymentPipeline {
     async run(reserve, book) {
       if (reserve.length > 0) metrics.observePaymentBatch('reserve', reserve.length);
       if (book.length > 0) metrics.observePaymentBatch('book', book.length);
-      const { reserved, booked } = await advanceBatch(db, clock, reserve, book);
+      const { reserved, booked } = await advanceBatch(db, stepConnection, clock, reserve, book);
       if (reserve.length > 0) failpoint('payments.after-reserve');
       if (book.length > 0) failpoint('payments.after-book');
       for (const r of reserved) {
