@@ -22,8 +22,12 @@ export interface HeldConnection {
 
 export function createHeldConnection(
   pool: pg.Pool,
-  viaPool: Queryable,
-  run: (client: pg.PoolClient, sql: string, params: readonly unknown[] | undefined) => Promise<QueryResult<unknown>>,
+  /** Runs a statement on a connection, or through the pool (postgres.ts). */
+  run: (
+    on: pg.Pool | pg.PoolClient,
+    sql: string,
+    params: readonly unknown[] | undefined,
+  ) => Promise<QueryResult<unknown>>,
 ): HeldConnection {
   let client: pg.PoolClient | undefined;
   let taking = false;
@@ -72,7 +76,7 @@ export function createHeldConnection(
       const c = client;
       if (c === undefined || busy) {
         if (c === undefined && !taking && !released) take();
-        return viaPool.query<R>(sql, params);
+        return (await run(pool, sql, params)) as QueryResult<R>;
       }
       busy = true;
       try {

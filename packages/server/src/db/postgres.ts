@@ -45,7 +45,7 @@ export function createPostgresDb(url: string, options: { max?: number } = {}): D
     ...(max >= HOLDS_FROM
       ? {
           heldConnection(): Queryable {
-            const connection = createHeldConnection(pool, base, runOn);
+            const connection = createHeldConnection(pool, runOn);
             held.add(connection);
             return { query: connection.query, exec: base.exec };
           },
