@@ -2,10 +2,10 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createTestDb, type TestDb } from '../support/test-db.ts';
 
 /**
- * The settings the hot path's functions plan their statements under (migrations 0023, 0032, 0036, 0041, 0042): through the
- * indexes whatever the tables' statistics, and once per connection rather than on every call. CREATE OR REPLACE
- * FUNCTION keeps only the settings it names, so a migration that restates one of these functions and forgets them
- * would quietly bring back the per-call planning or the table scans; this says which.
+ * The settings the hot path's functions plan their statements under (migrations 0023, 0032, 0036, 0041, 0042):
+ * through the indexes whatever the tables' statistics, and once per connection rather than on every call. CREATE OR
+ * REPLACE FUNCTION keeps only the settings it names, so a migration that restates one of these functions and forgets
+ * them would quietly bring back the per-call planning or the table scans; this says which.
  */
 
 const HOT_PATH = [
