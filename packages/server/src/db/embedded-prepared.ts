@@ -1,12 +1,14 @@
 import { type PGlite, parse, protocol, messages as protocolMessages, types } from '@electric-sql/pglite';
 import { type AnswerColumn, readAnswer } from './embedded-answer.ts';
+import { bindExecuteSync } from './embedded-bind.ts';
 import { preparedName } from './prepared.ts';
 
 /**
  * Prepared statements (prepared.ts) on the embedded database. PGlite's query() sends each protocol message into
  * the WASM backend on its own (parse, describe, bind, describe, execute, sync): six passes for one statement, which
  * cost a parameterised one-row SELECT 380 us against 65 us for one pass with a named statement on this machine.
- * Here a declared statement is parsed and described once, then each call is one pass: bind, execute, sync.
+ * Here a declared statement is parsed and described once, then each call is one pass: bind, execute, sync, written
+ * by embedded-bind.ts.
  *
  * Values go in as text through PGlite's own serializers of the parameter types the describe reported, and rows come
  * back through its own parsers (so int8 and numeric stay strings, as the embedded back-end configures them), read
@@ -69,10 +71,13 @@ export function createPreparedRunner(pglite: PGlite): PreparedRunner {
           });
           // The answer's bytes as they come (a view into the engine's memory, so copied), read by readAnswer.
           const chunks: Buffer[] = [];
-          await pglite.execProtocolRawStream(
-            Buffer.concat([serialize.bind({ statement: name, values }), serialize.execute({}), serialize.sync()]),
-            { syncToFs: false, onRawData: (data) => void chunks.push(Buffer.from(data)) },
-          );
+          const message =
+            bindExecuteSync(name, values) ??
+            Buffer.concat([serialize.bind({ statement: name, values }), serialize.execute({}), serialize.sync()]);
+          await pglite.execProtocolRawStream(message, {
+            syncToFs: false,
+            onRawData: (data) => void chunks.push(Buffer.from(data)),
+          });
           if (!pglite.isInTransaction()) await pglite.syncToFs();
           return readAnswer(chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks), statement.columns);
         }),
