@@ -10,6 +10,7 @@ import { prepared, preparedName, preparedStatements } from '../../src/db/prepare
 import '../../src/payments/book.ts';
 import '../../src/payments/reserve.ts';
 import '../../src/rails/sandbox/rail.ts';
+import '../../src/rails/sandbox/statement-source.ts';
 import '../../src/webhooks/config-store.ts';
 import '../../src/webhooks/delivery-worker.ts';
 import { createTestDatabaseUrl, createTestDb, usingPostgres } from '../support/test-db.ts';
