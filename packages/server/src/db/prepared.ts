@@ -1,10 +1,10 @@
 /**
- * The calls of the hot paths (a payment's reserve and booking, the sandbox bank's batch and its statement's page, the
- * nonce flush, the payment read, the webhook claims), which run up to thousands of times a second with the same text. On PostgreSQL each runs as a
- * named prepared statement: parsed and planned once per connection instead of at every call (parse and plan of the
- * unnamed statements were about 6 % of the database's CPU under the payment bench). The text stays the SQL itself,
- * so call sites, tests and the embedded back-end (one connection, its own protocol) see a plain string; only the
- * PostgreSQL back-end asks for the name.
+ * The calls of the hot paths (a payment's reserve and booking, the sandbox bank's batch and its statement's page,
+ * the nonce flush, the payment read, the webhook claims), which run up to thousands of times a second with the same
+ * text. On PostgreSQL each runs as a named prepared statement: parsed and planned once per connection instead of at
+ * every call (parse and plan of the unnamed statements were about 6 % of the database's CPU under the payment
+ * bench). The text stays the SQL itself, so call sites, tests and the embedded back-end (one connection, its own
+ * protocol) see a plain string; only the PostgreSQL back-end asks for the name.
  *
  * Only calls of a set-returning function belong here. A connection keeps a prepared statement's generic plan until
  * the tables' statistics change, and without statistics (a fresh database, autovacuum off) the generic plan of a

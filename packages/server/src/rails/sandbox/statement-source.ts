@@ -15,6 +15,16 @@ export interface SandboxStatementDeps {
 }
 
 /**
+ * Declared (db/prepared.ts): reconciliation fetches a page about ten times a second under the payment load, and on
+ * the embedded database a declared statement's rows are read straight from the answer's bytes instead of by PGlite's
+ * protocol parser, which spent about 1 % of the thread that serves requests on this page's rows
+ * (docs/performance-log.md, "Thirty-ninth session").
+ */
+const FETCH_SQL = prepared(
+  `SELECT ${LINE_COLUMNS}, release_seq FROM sandbox_fetch_statement($1::bigint, $2::timestamptz, $3::int)`,
+);
+
+/**
  * The simulated bank's statement, read the way reconciliation reads a real one.
  *
  * Cursor: neither insertion order (seq) nor visibility order (visible_at, seq) is safe on its own.
@@ -29,15 +39,6 @@ export interface SandboxStatementDeps {
  * at a later one, and every line is returned exactly once to a reader that follows its cursor.
  * Positions are global; any number of readers keep their own cursors.
  */
-/**
- * Declared (db/prepared.ts): reconciliation fetches a page about ten times a second under the payment load, and on
- * the embedded database a declared statement's rows are read straight from the answer's bytes instead of by PGlite's
- * protocol parser, which took 2 % of the thread that serves requests for this page (docs/performance-log.md).
- */
-const FETCH_SQL = prepared(
-  `SELECT ${LINE_COLUMNS}, release_seq FROM sandbox_fetch_statement($1::bigint, $2::timestamptz, $3::int)`,
-);
-
 export function createSandboxStatementSource(deps: SandboxStatementDeps): StatementSource {
   const { db, clock } = deps;
 
