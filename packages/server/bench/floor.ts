@@ -120,6 +120,7 @@ export async function benchFloor(o: {
   scenarios: Scenario[];
   connections: number;
   seconds: number;
+  warmupSeconds: number;
   pool: Record<Scenario, number>;
   signThreads: number;
   presignSeconds: number;
@@ -139,6 +140,7 @@ export async function benchFloor(o: {
           lanes,
           connections: o.connections,
           seconds: o.seconds,
+          warmupSeconds: o.warmupSeconds,
           poolSize: o.pool[scenario],
           signThreads: o.signThreads,
           presignSeconds: o.presignSeconds,

@@ -13,7 +13,16 @@ export interface HttpLoadOptions<C> {
   host: string;
   port: number;
   connections: number;
+  /** The timed run, after the warm-up. */
   seconds: number;
+  /**
+   * Load before the timed run that nothing is measured of (default 0): the same connections, sending without a
+   * pause into the timed run, so that it starts warm and under load instead of from a fresh process's first
+   * requests (the JIT compiling the hot paths) and an idle server.
+   */
+  warmupSeconds?: number;
+  /** Called once, when the timed run begins (after the warm-up). */
+  onTimed?: () => void;
   /** An answer slower than this counts as a timeout; its connection is closed and opened again. */
   timeoutMs: number;
   /** The next request's bytes, and what onResponse gets back with its answer. */
@@ -23,11 +32,14 @@ export interface HttpLoadOptions<C> {
 }
 
 export interface HttpLoadResult {
-  /** Seconds from the first request to the end of the run. */
+  /** Seconds from the start of the timed run to its end. */
   duration: number;
-  /** Answers received within the run. */
+  /** Answers received within the timed run. */
   total: number;
+  /** Every answer received, the warm-up's and those that came in after the timed run's end included. */
+  answered: number;
   latencyMs: { p50: number; p90: number; p99: number; max: number; mean: number };
+  /** Answers outside 200-299, the warm-up's included (so are errors and timeouts): none is hidden by it. */
   non2xx: number;
   /** Connections that failed (refused, reset, closed mid-answer). */
   errors: number;
@@ -146,8 +158,10 @@ export async function runHttpLoad<C>(o: HttpLoadOptions<C>): Promise<HttpLoadRes
   let non2xx = 0;
   let errors = 0;
   let timeouts = 0;
+  let answered = 0;
   const started = performance.now();
-  const endAt = started + o.seconds * 1000;
+  const timedFrom = started + (o.warmupSeconds ?? 0) * 1000;
+  const endAt = timedFrom + o.seconds * 1000;
   let live = 0;
   const sockets = new Set<net.Socket>();
   // One sweep for every connection's timeout: a timer a request would cost the generator more than the answer.
@@ -227,8 +241,9 @@ export async function runHttpLoad<C>(o: HttpLoadOptions<C>): Promise<HttpLoadRes
               ? buf.toString('utf8', answer.bodyStart, stop)
               : chunkedBody(buf, answer.bodyStart, stop);
         }
-        // Only answers within the run count, as a fixed-duration run's rate requires.
-        if (now <= endAt) latencies.add(now - sentAt);
+        // Only answers within the timed run count, as a fixed-duration run's rate requires.
+        answered++;
+        if (now >= timedFrom && now <= endAt) latencies.add(now - sentAt);
         o.onResponse(answer.status, body, context);
         const close = answer.close;
         buf = stop === buf.length ? Buffer.alloc(0) : buf.subarray(stop);
@@ -243,6 +258,7 @@ export async function runHttpLoad<C>(o: HttpLoadOptions<C>): Promise<HttpLoadRes
   }
 
   for (let i = 0; i < o.connections; i++) connection();
+  const timed = setTimeout(() => o.onTimed?.(), timedFrom - started);
   const sweep = setInterval(
     () => {
       const now = performance.now();
@@ -250,17 +266,19 @@ export async function runHttpLoad<C>(o: HttpLoadOptions<C>): Promise<HttpLoadRes
     },
     Math.min(250, o.timeoutMs),
   );
-  const hardStop = setTimeout(() => finish(), o.seconds * 1000 + o.timeoutMs + 1000);
+  const hardStop = setTimeout(() => finish(), endAt - started + o.timeoutMs + 1000);
   await finished;
   clearInterval(sweep);
   clearTimeout(hardStop);
+  clearTimeout(timed);
   // Past the hard stop, connections still waiting for an answer are given up.
   stopped = true;
   for (const s of sockets) s.destroy();
   const latencyMs = latencies.summary();
   return {
-    duration: (Math.min(performance.now(), endAt) - started) / 1000,
+    duration: Math.max(0, Math.min(performance.now(), endAt) - timedFrom) / 1000,
     total: latencies.count,
+    answered,
     latencyMs,
     non2xx,
     errors,

@@ -183,9 +183,15 @@ async function run(job: LoadJob): Promise<LoadResult> {
     return bytesOf(lane, i, signatureOf(requestOf(job, lane, i), keys[lane]!));
   };
 
-  process.send!({ kind: 'started' } satisfies DriverMessage);
-  const cpuBefore = process.cpuUsage();
-  const schedBefore = schedOf('self');
+  // The parent measures the server and the database from this message on, so it is sent when the timed run
+  // begins, after the warm-up; so is this process's own CPU taken.
+  let cpuBefore = process.cpuUsage();
+  let schedBefore = schedOf('self');
+  const timedRunBegins = () => {
+    process.send!({ kind: 'started' } satisfies DriverMessage);
+    cpuBefore = process.cpuUsage();
+    schedBefore = schedOf('self');
+  };
   const result =
     generator === 'sockets'
       ? await runHttpLoad<number>({
@@ -193,6 +199,8 @@ async function run(job: LoadJob): Promise<LoadResult> {
           port: Number(url.port),
           connections: job.connections,
           seconds: job.seconds,
+          warmupSeconds: job.warmupSeconds,
+          onTimed: timedRunBegins,
           timeoutMs: 10_000,
           next() {
             const lane = takeLane();
@@ -201,7 +209,7 @@ async function run(job: LoadJob): Promise<LoadResult> {
           },
           onResponse: (status, body, lane) => answered(lane, status, body ?? ''),
         })
-      : await autocannonRun(url, job, request);
+      : await autocannonWarmThenRun(url, job, request, timedRunBegins);
   const cpu = process.cpuUsage(cpuBefore);
   const schedAfter = schedOf('self');
 
@@ -210,6 +218,7 @@ async function run(job: LoadJob): Promise<LoadResult> {
     connections: job.connections,
     durationSeconds: result.duration,
     requests: result.total,
+    answered: result.answered,
     rps: result.duration > 0 ? Math.round(result.total / result.duration) : 0,
     latencyMs: result.latencyMs,
     non2xx: result.non2xx,
@@ -227,19 +236,47 @@ async function run(job: LoadJob): Promise<LoadResult> {
   };
 }
 
-/** autocannon's run in the shape of runHttpLoad's. */
-async function autocannonRun(url: URL, job: LoadJob, request: AutocannonRequest): Promise<HttpLoadResult> {
+/**
+ * autocannon's run in the shape of runHttpLoad's. Its warm-up is a run of its own, whose figures are dropped (but
+ * not its failures); the timed run follows on new connections.
+ */
+async function autocannonWarmThenRun(
+  url: URL,
+  job: LoadJob,
+  request: AutocannonRequest,
+  onTimed: () => void,
+): Promise<HttpLoadResult> {
+  const warm = job.warmupSeconds > 0 ? await autocannonRun(url, job.connections, job.warmupSeconds, request) : null;
+  onTimed();
+  const timed = await autocannonRun(url, job.connections, job.seconds, request);
+  if (warm === null) return timed;
+  return {
+    ...timed,
+    answered: warm.answered + timed.answered,
+    non2xx: warm.non2xx + timed.non2xx,
+    errors: warm.errors + timed.errors,
+    timeouts: warm.timeouts + timed.timeouts,
+  };
+}
+
+async function autocannonRun(
+  url: URL,
+  connections: number,
+  seconds: number,
+  request: AutocannonRequest,
+): Promise<HttpLoadResult> {
   const r = await autocannon({
     url: `${url.origin}/`,
-    connections: job.connections,
+    connections,
     pipelining: 1,
-    duration: job.seconds,
+    duration: seconds,
     timeout: 10,
     requests: [request],
   });
   return {
     duration: r.duration,
     total: r.requests.total,
+    answered: r.requests.total,
     latencyMs: {
       p50: r.latency.p50,
       p90: r.latency.p90,

@@ -28,8 +28,11 @@ export interface LoadJob {
   runTag: string;
   lanes: Lane[];
   connections: number;
+  /** The timed run. */
   seconds: number;
-  /** Requests signed before the timed run, over all lanes. */
+  /** Load before the timed run that nothing is measured of but its failures (http-load.ts, warmupSeconds). */
+  warmupSeconds: number;
+  /** Requests signed before the load (warm-up and timed run), over all lanes. */
   poolSize: number;
   /** Pre-signing stops after this long, whatever the pool size (the rest is signed in the loop). */
   presignSeconds: number;
@@ -63,8 +66,14 @@ export interface LoadResult {
   scenario: Scenario;
   connections: number;
   durationSeconds: number;
-  /** Responses received. */
+  /** Responses received within the timed run. */
   requests: number;
+  /**
+   * Every response of the load: the warm-up's, the timed run's, and those in flight at its end. What the
+   * database did is counted over the whole load (its statistics lag up to a second behind its work, too far to
+   * read at the timed run's start), and so is divided by this.
+   */
+  answered: number;
   /** Responses per second over the run. */
   rps: number;
   latencyMs: { p50: number; p90: number; p99: number; max: number; mean: number };

@@ -11,12 +11,12 @@ export type DriverMessage =
 
 /**
  * Runs one load job in a separate process (load-driver.ts) and returns its result. Bounded in time.
- * onStart: called when pre-signing is over and the timed run begins.
+ * onStart: called when the timed run begins (pre-signing and the warm-up over).
  */
 export async function runLoad(job: LoadJob, onStart?: () => void): Promise<LoadResult> {
   const child = fork(DRIVER, [], { execArgv: ['--import', 'tsx'], stdio: ['ignore', 'inherit', 'inherit', 'ipc'] });
   // Pre-signing has its own time limit; beyond both, a hard stop.
-  const limitMs = (job.seconds + job.presignSeconds + 120) * 1000;
+  const limitMs = (job.warmupSeconds + job.seconds + job.presignSeconds + 120) * 1000;
   return new Promise<LoadResult>((resolve, reject) => {
     const timer = setTimeout(() => {
       child.kill('SIGKILL');

@@ -32,7 +32,10 @@ export interface PaymentsBenchOptions {
   backend: Backend;
   /** PostgreSQL server to create the bench database on (postgres back-end only). */
   postgresUrl: string;
+  /** The timed run of each scenario, after its warm-up. */
   seconds: number;
+  /** Load before each timed run that is not measured (http-load.ts, warmupSeconds). */
+  warmupSeconds: number;
   connections: number;
   clients: number;
   /** Requests pre-signed before each timed run. */
@@ -71,7 +74,10 @@ export interface ScenarioResult extends LoadResult {
   postgresCpuPercent: number | null;
   /** 1-minute load average when the run started: other work on the machine skews the numbers. */
   loadAverageBefore: number;
-  /** PostgreSQL only: activity of the bench database during the run (pg_stat_database, pg_stat_wal). */
+  /**
+   * PostgreSQL only: activity of the bench database during the load, its warm-up included (pg_stat_database,
+   * pg_stat_wal); per request, divided by every answer of the load (LoadResult.answered).
+   */
   db: DbActivity | null;
   /**
    * PostgreSQL only: what the bench database's active backends were doing, sampled every 50 ms during the run
@@ -356,7 +362,7 @@ export async function benchPayments(o: PaymentsBenchOptions): Promise<BackendRes
         paymentIds: paymentIds[i]!,
       }));
       log(
-        `[${o.backend}] ${scenario}: pre-signing up to ${o.pool[scenario]} requests (at most ${o.presignSeconds} s), then ${o.seconds} s of load`,
+        `[${o.backend}] ${scenario}: pre-signing up to ${o.pool[scenario]} requests (at most ${o.presignSeconds} s), then ${o.warmupSeconds} s of warm-up and ${o.seconds} s of load`,
       );
       if (stats !== null) await stats.query('SELECT pg_stat_clear_snapshot()');
       const before = stats !== null && dbName !== null ? await dbActivity(stats, dbName) : null;
@@ -387,6 +393,7 @@ export async function benchPayments(o: PaymentsBenchOptions): Promise<BackendRes
           lanes,
           connections: o.connections,
           seconds: o.seconds,
+          warmupSeconds: o.warmupSeconds,
           poolSize: o.pool[scenario],
           signThreads: o.signThreads,
           presignSeconds: o.presignSeconds,
@@ -467,7 +474,7 @@ export async function benchPayments(o: PaymentsBenchOptions): Promise<BackendRes
       }
       const coresLine = coresOf(cores);
       if (coresLine !== null) log(`    ${coresLine}`);
-      const work = db === null ? null : dbWorkLine(db, result.requests);
+      const work = db === null ? null : dbWorkLine(db, result.answered);
       if (work !== null) log(`    ${work}`);
       for (const w of waits?.slice(0, 6) ?? [])
         log(`    ${String(w.percent).padStart(5)}%  ${w.wait.padEnd(28)} ${w.query}`);

@@ -65,7 +65,7 @@ export function formatTable(results: readonly BackendResult[], floor: readonly F
         String(s.non2xx),
         String(s.errors + s.timeouts),
         `${mb(s.rssBeforeKb)}→${mb(s.rssAfterKb)}`,
-        s.db === null || s.requests === 0 ? '-' : (s.db.commits / s.requests).toFixed(2),
+        s.db === null || s.answered === 0 ? '-' : (s.db.commits / s.answered).toFixed(2),
         msPerRequest(s.serverCpuPercent, s.rps),
         msPerRequest(s.postgresCpuPercent, s.rps),
         String(s.loadAverageBefore),

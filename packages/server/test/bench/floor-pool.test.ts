@@ -17,13 +17,14 @@ describe('the floor is driven from its pre-signed pool only', () => {
     await server?.stop();
   });
 
-  const job = (reusePool: boolean): LoadJob => ({
+  const job = (reusePool: boolean, warmupSeconds = 0): LoadJob => ({
     baseUrl: server.baseUrl,
     scenario: 'create-payment',
     runTag: randomBytes(4).toString('hex'),
     lanes,
     connections: 2,
     seconds: 1,
+    warmupSeconds,
     poolSize: 8,
     signThreads: 1,
     presignSeconds: 10,
@@ -52,11 +53,28 @@ describe('the floor is driven from its pre-signed pool only', () => {
     expectPastThePool(r, r.signedInLoop);
   }, 60_000);
 
+  it('a warm-up before the timed run draws on the same pool and is left out of its figures', async () => {
+    let started = 0;
+    const r = await runLoad(job(true, 1), () => {
+      started++;
+    });
+    expect(started).toBe(1);
+    expect(r.signedInLoop).toBe(0);
+    expect(r.durationSeconds).toBeGreaterThan(0.95);
+    expect(r.durationSeconds).toBeLessThanOrEqual(1.01);
+    // Every request past the pool was sent again from it, over the warm-up and the timed run alike.
+    expect(r.answered).toBeGreaterThan(r.requests);
+    expect(r.reused - (r.answered - 8)).toBeGreaterThanOrEqual(0);
+    expect(r.reused - (r.answered - 8)).toBeLessThanOrEqual(2);
+    expect(r.non2xx + r.errors + r.timeouts).toBe(0);
+  }, 60_000);
+
   it('benchFloor reuses its pool for both scenarios', async () => {
     const floor = await benchFloor({
       scenarios: ['create-payment', 'get-payment'],
       connections: 2,
       seconds: 1,
+      warmupSeconds: 0,
       pool: { 'create-payment': 8, 'get-payment': 8 },
       signThreads: 1,
       presignSeconds: 10,

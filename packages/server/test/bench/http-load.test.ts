@@ -169,6 +169,49 @@ describe('the socket load generator against a real server', () => {
     expect(result.duration).toBeLessThanOrEqual(0.61);
   });
 
+  it('measures nothing of the warm-up but its failures, and says when the timed run begins', async () => {
+    // The server answers a request's number, so each answer tells when its request was sent; /3 fails.
+    const answeredAt: number[] = [];
+    const port = await listen((req, res) => {
+      if (req.url === '/3') {
+        res.writeHead(500);
+        res.end('warm-up failure');
+        return;
+      }
+      setTimeout(() => res.end('ok'), 1);
+    });
+    const started = performance.now();
+    let timedAt: number | null = null;
+    let timedCalls = 0;
+    const result = await loadOn(port, {
+      connections: 2,
+      seconds: 0.4,
+      warmupSeconds: 0.3,
+      onTimed() {
+        timedCalls++;
+        timedAt = performance.now() - started;
+      },
+      onResponse() {
+        answeredAt.push(performance.now() - started);
+      },
+    });
+    expect(timedCalls).toBe(1);
+    expect(timedAt).toBeGreaterThanOrEqual(299);
+    expect(timedAt).toBeLessThan(400);
+    // The timed run is 300-700 ms from the start; this clock started a moment before the generator's, so an answer
+    // at either edge may fall on the other side of it (one a connection at each).
+    const inTimedRun = answeredAt.filter((t) => t >= 300 && t <= 700).length;
+    const inWarmup = answeredAt.filter((t) => t < 300).length;
+    expect(inWarmup).toBeGreaterThan(10);
+    expect(result.answered).toBe(answeredAt.length);
+    expect(Math.abs(result.total - inTimedRun)).toBeLessThanOrEqual(4);
+    expect(result.total).toBeGreaterThan(10);
+    expect(result.duration).toBeGreaterThan(0.39);
+    expect(result.duration).toBeLessThanOrEqual(0.41);
+    // The warm-up's failure is reported, not hidden with its latencies.
+    expect(result.non2xx).toBe(1);
+  });
+
   it('gives up an answer that never comes, counts a timeout, and goes on on a new connection', async () => {
     let received = 0;
     const port = await listen((req, res) => {
