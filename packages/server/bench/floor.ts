@@ -170,6 +170,9 @@ export async function benchFloor(o: {
       o.log(
         `[floor] ${scenario}: ${result.rps} req/s, p50 ${result.latencyMs.p50} ms, p99 ${result.latencyMs.p99} ms; CPU ms/req server ${cpuMsPerRequest}, load generator ${loadCpuMs(result)}; pre-signed ${result.preSigned}, sent again ${result.reused}, signed in loop ${result.signedInLoop}`,
       );
+      if (result.answersBySecond.length > 0) {
+        o.log(`    answers by second (the first ${o.warmupSeconds} the warm-up): ${result.answersBySecond.join(' ')}`);
+      }
     }
     return results;
   } finally {

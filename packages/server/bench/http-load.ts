@@ -38,6 +38,11 @@ export interface HttpLoadResult {
   total: number;
   /** Every answer received, the warm-up's and those that came in after the timed run's end included. */
   answered: number;
+  /**
+   * Answers received in each whole second from the start of the load, the warm-up's first: how the rate moved
+   * within the run (a slow first second, the machine's swings).
+   */
+  answersBySecond: number[];
   latencyMs: { p50: number; p90: number; p99: number; max: number; mean: number };
   /** Answers outside 200-299, the warm-up's included (so are errors and timeouts): none is hidden by it. */
   non2xx: number;
@@ -159,6 +164,7 @@ export async function runHttpLoad<C>(o: HttpLoadOptions<C>): Promise<HttpLoadRes
   let errors = 0;
   let timeouts = 0;
   let answered = 0;
+  const bySecond: number[] = [];
   const started = performance.now();
   const timedFrom = started + (o.warmupSeconds ?? 0) * 1000;
   const endAt = timedFrom + o.seconds * 1000;
@@ -243,6 +249,8 @@ export async function runHttpLoad<C>(o: HttpLoadOptions<C>): Promise<HttpLoadRes
         }
         // Only answers within the timed run count, as a fixed-duration run's rate requires.
         answered++;
+        const second = Math.floor((now - started) / 1000);
+        bySecond[second] = (bySecond[second] ?? 0) + 1;
         if (now >= timedFrom && now <= endAt) latencies.add(now - sentAt);
         o.onResponse(answer.status, body, context);
         const close = answer.close;
@@ -279,6 +287,8 @@ export async function runHttpLoad<C>(o: HttpLoadOptions<C>): Promise<HttpLoadRes
     duration: Math.max(0, Math.min(performance.now(), endAt) - timedFrom) / 1000,
     total: latencies.count,
     answered,
+    // Whole seconds only: the last, cut short by the end of the load, would read as a drop.
+    answersBySecond: Array.from({ length: Math.floor((endAt - started) / 1000) }, (_, i) => bySecond[i] ?? 0),
     latencyMs,
     non2xx,
     errors,

@@ -219,6 +219,7 @@ async function run(job: LoadJob): Promise<LoadResult> {
     durationSeconds: result.duration,
     requests: result.total,
     answered: result.answered,
+    answersBySecond: result.answersBySecond,
     rps: result.duration > 0 ? Math.round(result.total / result.duration) : 0,
     latencyMs: result.latencyMs,
     non2xx: result.non2xx,
@@ -253,6 +254,7 @@ async function autocannonWarmThenRun(
   return {
     ...timed,
     answered: warm.answered + timed.answered,
+    answersBySecond: [],
     non2xx: warm.non2xx + timed.non2xx,
     errors: warm.errors + timed.errors,
     timeouts: warm.timeouts + timed.timeouts,
@@ -277,6 +279,7 @@ async function autocannonRun(
     duration: r.duration,
     total: r.requests.total,
     answered: r.requests.total,
+    answersBySecond: [],
     latencyMs: {
       p50: r.latency.p50,
       p90: r.latency.p90,

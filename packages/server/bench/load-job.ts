@@ -74,6 +74,8 @@ export interface LoadResult {
    * read at the timed run's start), and so is divided by this.
    */
   answered: number;
+  /** Responses in each whole second of the load, the warm-up's first (http-load.ts; empty with autocannon). */
+  answersBySecond: number[];
   /** Responses per second over the run. */
   rps: number;
   latencyMs: { p50: number; p90: number; p99: number; max: number; mean: number };

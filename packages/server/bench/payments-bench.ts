@@ -472,6 +472,9 @@ export async function benchPayments(o: PaymentsBenchOptions): Promise<BackendRes
             .join(', ')}`,
         );
       }
+      if (result.answersBySecond.length > 0) {
+        log(`    answers by second (the first ${o.warmupSeconds} the warm-up): ${result.answersBySecond.join(' ')}`);
+      }
       const coresLine = coresOf(cores);
       if (coresLine !== null) log(`    ${coresLine}`);
       const work = db === null ? null : dbWorkLine(db, result.answered);

@@ -64,6 +64,12 @@ describe('the floor is driven from its pre-signed pool only', () => {
     expect(r.durationSeconds).toBeLessThanOrEqual(1.01);
     // Every request past the pool was sent again from it, over the warm-up and the timed run alike.
     expect(r.answered).toBeGreaterThan(r.requests);
+    // Two whole seconds, the warm-up's and the timed run's, holding every answer but those of its last moments.
+    expect(r.answersBySecond).toHaveLength(2);
+    const inSeconds = r.answersBySecond.reduce((a, n) => a + n, 0);
+    expect(r.answersBySecond.every((n) => n > 0)).toBe(true);
+    expect(r.answered - inSeconds).toBeGreaterThanOrEqual(0);
+    expect(r.answered - inSeconds).toBeLessThanOrEqual(2);
     expect(r.reused - (r.answered - 8)).toBeGreaterThanOrEqual(0);
     expect(r.reused - (r.answered - 8)).toBeLessThanOrEqual(2);
     expect(r.non2xx + r.errors + r.timeouts).toBe(0);
