@@ -287,8 +287,9 @@ export async function runHttpLoad<C>(o: HttpLoadOptions<C>): Promise<HttpLoadRes
     duration: Math.max(0, Math.min(performance.now(), endAt) - timedFrom) / 1000,
     total: latencies.count,
     answered,
-    // Whole seconds only: the last, cut short by the end of the load, would read as a drop.
-    answersBySecond: Array.from({ length: Math.floor((endAt - started) / 1000) }, (_, i) => bySecond[i] ?? 0),
+    // Whole seconds only: the last, cut short by the end of the load, would read as a drop. Counted from the
+    // settings: endAt - started, in floating point, can come out a hair under the whole seconds it stands for.
+    answersBySecond: Array.from({ length: Math.floor((o.warmupSeconds ?? 0) + o.seconds) }, (_, i) => bySecond[i] ?? 0),
     latencyMs,
     non2xx,
     errors,
