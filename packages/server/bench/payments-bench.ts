@@ -38,7 +38,7 @@ export interface PaymentsBenchOptions {
   warmupSeconds: number;
   connections: number;
   clients: number;
-  /** Requests pre-signed before each timed run. */
+  /** Requests pre-signed before each load (its warm-up and timed run). */
   pool: Record<Scenario, number>;
   signThreads: number;
   /** Longest pre-signing per run, seconds. */
