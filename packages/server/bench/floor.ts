@@ -5,7 +5,7 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { runLoad } from './load.ts';
-import type { Lane, Scenario } from './load-job.ts';
+import { answersBySecondLine, type Lane, type Scenario } from './load-job.ts';
 import { cpuSecondsOf, freePort } from './server-process.ts';
 import { generateKeyPairs } from './signing.ts';
 
@@ -170,9 +170,8 @@ export async function benchFloor(o: {
       o.log(
         `[floor] ${scenario}: ${result.rps} req/s, p50 ${result.latencyMs.p50} ms, p99 ${result.latencyMs.p99} ms; CPU ms/req server ${cpuMsPerRequest}, load generator ${loadCpuMs(result)}; pre-signed ${result.preSigned}, sent again ${result.reused}, signed in loop ${result.signedInLoop}`,
       );
-      if (result.answersBySecond.length > 0) {
-        o.log(`    answers by second (the first ${o.warmupSeconds} the warm-up): ${result.answersBySecond.join(' ')}`);
-      }
+      const seconds = answersBySecondLine(result, o.warmupSeconds);
+      if (seconds !== null) o.log(`    ${seconds}`);
     }
     return results;
   } finally {

@@ -247,10 +247,10 @@ export async function runHttpLoad<C>(o: HttpLoadOptions<C>): Promise<HttpLoadRes
               ? buf.toString('utf8', answer.bodyStart, stop)
               : chunkedBody(buf, answer.bodyStart, stop);
         }
-        // Only answers within the timed run count, as a fixed-duration run's rate requires.
         answered++;
         const second = Math.floor((now - started) / 1000);
         bySecond[second] = (bySecond[second] ?? 0) + 1;
+        // Only answers within the timed run count, as a fixed-duration run's rate requires.
         if (now >= timedFrom && now <= endAt) latencies.add(now - sentAt);
         o.onResponse(answer.status, body, context);
         const close = answer.close;

@@ -254,7 +254,6 @@ async function autocannonWarmThenRun(
   return {
     ...timed,
     answered: warm.answered + timed.answered,
-    answersBySecond: [],
     non2xx: warm.non2xx + timed.non2xx,
     errors: warm.errors + timed.errors,
     timeouts: warm.timeouts + timed.timeouts,

@@ -100,6 +100,12 @@ export interface LoadResult {
   laneSteals: number;
 }
 
+/** The line under a run's figures with its answers by second, or null when there are none (autocannon). */
+export function answersBySecondLine(result: LoadResult, warmupSeconds: number): string | null {
+  if (result.answersBySecond.length === 0) return null;
+  return `answers by second (the first ${warmupSeconds} the warm-up): ${result.answersBySecond.join(' ')}`;
+}
+
 export function requestOf(job: Pick<LoadJob, 'scenario' | 'runTag' | 'lanes'>, lane: number, i: number): SignInput {
   const l = job.lanes[lane]!;
   const nonce = (BigInt(l.nonceStart) + BigInt(i)).toString();

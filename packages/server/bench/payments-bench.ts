@@ -5,7 +5,7 @@ import path from 'node:path';
 import pg from 'pg';
 import { createBenchDatabase } from './database.ts';
 import { runLoad } from './load.ts';
-import type { Lane, LoadResult, Scenario } from './load-job.ts';
+import { answersBySecondLine, type Lane, type LoadResult, type Scenario } from './load-job.ts';
 import { type BenchKey, completedPaymentBody, seedClients } from './seed.ts';
 import {
   type CoreShare,
@@ -472,9 +472,8 @@ export async function benchPayments(o: PaymentsBenchOptions): Promise<BackendRes
             .join(', ')}`,
         );
       }
-      if (result.answersBySecond.length > 0) {
-        log(`    answers by second (the first ${o.warmupSeconds} the warm-up): ${result.answersBySecond.join(' ')}`);
-      }
+      const secondsLine = answersBySecondLine(result, o.warmupSeconds);
+      if (secondsLine !== null) log(`    ${secondsLine}`);
       const coresLine = coresOf(cores);
       if (coresLine !== null) log(`    ${coresLine}`);
       const work = db === null ? null : dbWorkLine(db, result.answered);

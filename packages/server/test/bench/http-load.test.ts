@@ -170,7 +170,7 @@ describe('the socket load generator against a real server', () => {
   });
 
   it('measures nothing of the warm-up but its failures, and says when the timed run begins', async () => {
-    // The server answers a request's number, so each answer tells when its request was sent; /3 fails.
+    // /3, sent in the warm-up, fails; every other request is answered after a millisecond.
     const answeredAt: number[] = [];
     const port = await listen((req, res) => {
       if (req.url === '/3') {
